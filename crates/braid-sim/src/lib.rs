@@ -1,0 +1,4 @@
+//! Deterministic discrete-event network simulator for braid.
+
+pub mod spec;
+pub mod trace;

@@ -1,0 +1,506 @@
+//! The path SPEC language shared by `braid bench` (simulated paths) and
+//! `braid lab` (emulated paths in network namespaces):
+//!
+//! ```text
+//! SPEC := RATE,DELAY[,key=value]...  |  trace=FILE,DELAY[,key=value]...
+//! keys: jitter=DUR  loss=PCT  ge=P_GB:P_BG[:LOSS_BAD]  queue=DUR|PKTS
+//!       blackout=START+LEN (repeatable)  cost=X  name=NAME
+//! ```
+//!
+//! RATE, DELAY, `trace`, `jitter`, `loss`, `ge` and `queue` may give two
+//! values `UP/DOWN`: the first for client-to-server, the second for
+//! server-to-client (an asymmetric DSL line is `16mbit/1mbit`). One value
+//! applies to both directions. DELAY is one-way. A rate counts IP packet
+//! bytes, as a link's speed does.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::trace::{Trace, TraceError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("empty path spec")]
+    Empty,
+    #[error("bad rate {0:?}: expected a number with a unit such as 500kbit, 8mbit or 1gbit")]
+    Rate(String),
+    #[error("bad duration {0:?}: expected a number with a unit such as 500us, 20ms or 1.5s")]
+    Duration(String),
+    #[error("bad percentage {0:?}: expected a value from 0 to 100, such as 1% or 0.5%")]
+    Percent(String),
+    #[error("bad queue {0:?}: expected a duration (50ms) or a packet count (100)")]
+    Queue(String),
+    #[error("bad blackout {0:?}: expected START+LEN, such as 10s+2s")]
+    Blackout(String),
+    #[error("bad Gilbert-Elliott loss {0:?}: expected P_GB:P_BG[:LOSS_BAD] in percent, such as 1%:30%:100%")]
+    GilbertElliott(String),
+    #[error("bad cost {0:?}: expected a positive number")]
+    Cost(String),
+    #[error("bad name {0:?}: use 1-15 letters, digits, '-' or '_'")]
+    Name(String),
+    #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, name)")]
+    UnknownKey(String),
+    #[error("{0} given twice")]
+    Duplicate(&'static str),
+    #[error("missing one-way delay: a spec starts RATE,DELAY or trace=FILE,DELAY")]
+    MissingDelay,
+    #[error("too many values in {0:?}: at most UP/DOWN")]
+    TooManyDirections(String),
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+}
+
+/// Where a direction's capacity comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Capacity {
+    /// Constant rate in bits per second of IP packets.
+    Rate { bps: u64 },
+    /// Delivery opportunities replayed from a trace.
+    Trace(Trace),
+}
+
+impl Capacity {
+    /// Capacity in bits/s over `[from, to)` of the run, before blackouts.
+    pub fn bps_between(&self, from: Duration, to: Duration) -> f64 {
+        match self {
+            Capacity::Rate { bps } => *bps as f64,
+            Capacity::Trace(t) => t.capacity_bps(from, to),
+        }
+    }
+}
+
+/// Bursty loss: a two-state Markov chain (good/bad) evaluated per packet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GilbertElliott {
+    /// Probability of moving from good to bad, per packet.
+    pub p_good_to_bad: f64,
+    /// Probability of moving from bad to good, per packet.
+    pub p_bad_to_good: f64,
+    /// Loss probability while in the bad state.
+    pub loss_in_bad: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueLimit {
+    /// Drop-tail once the queue holds this much transmission time.
+    Time(Duration),
+    Packets(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Blackout {
+    pub start: Duration,
+    pub len: Duration,
+}
+
+impl Blackout {
+    pub fn contains(&self, t: Duration) -> bool {
+        t >= self.start && t < self.start + self.len
+    }
+}
+
+/// One direction of a path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkSpec {
+    pub capacity: Capacity,
+    pub delay: Duration,
+    pub jitter: Duration,
+    /// Independent random loss probability, 0..=1.
+    pub loss: f64,
+    pub burst_loss: Option<GilbertElliott>,
+    /// `None`: the default, one bandwidth-delay product (at least 20 ms / 10 packets).
+    pub queue: Option<QueueLimit>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathSpec {
+    pub name: Option<String>,
+    /// Client to server.
+    pub up: LinkSpec,
+    /// Server to client.
+    pub down: LinkSpec,
+    /// Blackout windows (both directions drop everything), from run start.
+    pub blackouts: Vec<Blackout>,
+    /// Relative monetary cost of the path (default 1).
+    pub cost: f64,
+}
+
+impl PathSpec {
+    /// The path's name, or `p{index+1}` when the spec gives none.
+    pub fn name_or_default(&self, index: usize) -> String {
+        self.name.clone().unwrap_or_else(|| format!("p{}", index + 1))
+    }
+
+    pub fn in_blackout(&self, t: Duration) -> bool {
+        self.blackouts.iter().any(|b| b.contains(t))
+    }
+
+    /// Time within `[from, to)` not covered by any blackout.
+    pub fn open_time(&self, from: Duration, to: Duration) -> Duration {
+        let mut windows: Vec<(Duration, Duration)> = self
+            .blackouts
+            .iter()
+            .map(|b| (b.start.max(from), (b.start + b.len).min(to)))
+            .filter(|(s, e)| s < e)
+            .collect();
+        windows.sort();
+        let mut dark = Duration::ZERO;
+        let mut cursor = from;
+        for (s, e) in windows {
+            let s = s.max(cursor);
+            if e > s {
+                dark += e - s;
+                cursor = e;
+            }
+        }
+        to.saturating_sub(from).saturating_sub(dark)
+    }
+
+    /// Up-direction capacity in bits/s averaged over `[from, to)`, blackouts
+    /// counting as zero.
+    pub fn up_capacity_bps(&self, from: Duration, to: Duration) -> f64 {
+        let total = to.saturating_sub(from);
+        if total.is_zero() {
+            return 0.0;
+        }
+        match &self.up.capacity {
+            Capacity::Rate { bps } => {
+                *bps as f64 * self.open_time(from, to).as_secs_f64() / total.as_secs_f64()
+            }
+            Capacity::Trace(t) => {
+                // Count the trace's opportunities only in the open windows.
+                let mut bits = 0u64;
+                let mut cursor = from;
+                let mut edges: Vec<Blackout> = self.blackouts.clone();
+                edges.sort_by_key(|b| b.start);
+                for b in edges {
+                    let s = b.start.clamp(cursor, to);
+                    bits += t.opportunities_between(cursor, s) * crate::trace::OPPORTUNITY_BYTES * 8;
+                    cursor = cursor.max((b.start + b.len).min(to));
+                }
+                bits += t.opportunities_between(cursor, to) * crate::trace::OPPORTUNITY_BYTES * 8;
+                bits as f64 / total.as_secs_f64()
+            }
+        }
+    }
+
+    /// Parses a SPEC. Trace files named in it are read at once, relative to
+    /// the working directory.
+    pub fn parse(spec: &str) -> Result<PathSpec, SpecError> {
+        PathSpec::parse_with(spec, |p| Trace::load(p))
+    }
+
+    /// Parses a SPEC, loading trace files with `load`.
+    pub fn parse_with(
+        spec: &str,
+        mut load: impl FnMut(&Path) -> Result<Trace, TraceError>,
+    ) -> Result<PathSpec, SpecError> {
+        let mut fields = spec.split(',').map(str::trim);
+        let first = fields.next().filter(|f| !f.is_empty()).ok_or(SpecError::Empty)?;
+        let (cap_up, cap_down) = if let Some(files) = first.strip_prefix("trace=") {
+            let (u, d) = split_dir(files)?;
+            let tu = load(Path::new(u))?;
+            let td = if d == u { tu.clone() } else { load(Path::new(d))? };
+            (Capacity::Trace(tu), Capacity::Trace(td))
+        } else {
+            let (u, d) = split_dir(first)?;
+            (
+                Capacity::Rate { bps: parse_rate(u)? },
+                Capacity::Rate { bps: parse_rate(d)? },
+            )
+        };
+        let delay_field = fields.next().filter(|f| !f.contains('=')).ok_or(SpecError::MissingDelay)?;
+        let (du, dd) = split_dir(delay_field)?;
+        let mut up = LinkSpec::new(cap_up, parse_duration(du)?);
+        let mut down = LinkSpec::new(cap_down, parse_duration(dd)?);
+        let mut name = None;
+        let mut cost = None;
+        let mut blackouts = Vec::new();
+        let mut seen = Vec::new();
+        for field in fields {
+            let (key, value) = field
+                .split_once('=')
+                .ok_or_else(|| SpecError::UnknownKey(field.to_owned()))?;
+            let key_static: &'static str = match key {
+                "jitter" => "jitter",
+                "loss" => "loss",
+                "ge" => "ge",
+                "queue" => "queue",
+                "cost" => "cost",
+                "name" => "name",
+                "blackout" => "blackout",
+                other => return Err(SpecError::UnknownKey(other.to_owned())),
+            };
+            if key_static != "blackout" {
+                if seen.contains(&key_static) {
+                    return Err(SpecError::Duplicate(key_static));
+                }
+                seen.push(key_static);
+            }
+            match key_static {
+                "jitter" => {
+                    let (u, d) = split_dir(value)?;
+                    up.jitter = parse_duration(u)?;
+                    down.jitter = parse_duration(d)?;
+                }
+                "loss" => {
+                    let (u, d) = split_dir(value)?;
+                    up.loss = parse_percent(u)?;
+                    down.loss = parse_percent(d)?;
+                }
+                "ge" => {
+                    let (u, d) = split_dir(value)?;
+                    up.burst_loss = Some(parse_ge(u)?);
+                    down.burst_loss = Some(parse_ge(d)?);
+                }
+                "queue" => {
+                    let (u, d) = split_dir(value)?;
+                    up.queue = Some(parse_queue(u)?);
+                    down.queue = Some(parse_queue(d)?);
+                }
+                "cost" => {
+                    let c: f64 = value.parse().map_err(|_| SpecError::Cost(value.to_owned()))?;
+                    if !(c.is_finite() && c > 0.0) {
+                        return Err(SpecError::Cost(value.to_owned()));
+                    }
+                    cost = Some(c);
+                }
+                "name" => {
+                    let ok = (1..=15).contains(&value.len())
+                        && value
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                    if !ok {
+                        return Err(SpecError::Name(value.to_owned()));
+                    }
+                    name = Some(value.to_owned());
+                }
+                _ => blackouts.push(parse_blackout(value)?),
+            }
+        }
+        Ok(PathSpec {
+            name,
+            up,
+            down,
+            blackouts,
+            cost: cost.unwrap_or(1.0),
+        })
+    }
+}
+
+impl LinkSpec {
+    fn new(capacity: Capacity, delay: Duration) -> LinkSpec {
+        LinkSpec {
+            capacity,
+            delay,
+            jitter: Duration::ZERO,
+            loss: 0.0,
+            burst_loss: None,
+            queue: None,
+        }
+    }
+
+    /// The configured or default queue limit in bytes at `rate_bps`:
+    /// default one bandwidth-delay product of the round trip, at least 20 ms.
+    pub fn queue_limit_bytes(&self, rate_bps: f64, rtt: Duration, mtu: usize) -> usize {
+        let bytes_for = |d: Duration| (rate_bps * d.as_secs_f64() / 8.0) as usize;
+        match self.queue {
+            Some(QueueLimit::Packets(n)) => n * mtu,
+            Some(QueueLimit::Time(d)) => bytes_for(d).max(mtu),
+            None => bytes_for(rtt.max(Duration::from_millis(20))).max(10 * mtu),
+        }
+    }
+}
+
+fn split_dir(value: &str) -> Result<(&str, &str), SpecError> {
+    let mut parts = value.split('/');
+    let up = parts.next().unwrap_or("");
+    let down = parts.next().unwrap_or(up);
+    if parts.next().is_some() {
+        return Err(SpecError::TooManyDirections(value.to_owned()));
+    }
+    Ok((up, down))
+}
+
+fn split_number(s: &str) -> (&str, &str) {
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    (&s[..end], &s[end..])
+}
+
+/// Parses `500kbit`, `8mbit`, `1.5gbit`, `9600bit` (also `mbps` etc.).
+pub fn parse_rate(s: &str) -> Result<u64, SpecError> {
+    let err = || SpecError::Rate(s.to_owned());
+    let (num, unit) = split_number(s.trim());
+    let n: f64 = num.parse().map_err(|_| err())?;
+    let unit = unit.to_ascii_lowercase();
+    let mult = match unit.trim_end_matches("ps").trim_end_matches("it") {
+        "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        _ => return Err(err()),
+    };
+    let bps = n * mult;
+    if !(bps.is_finite() && bps >= 1.0 && bps <= 1e12) {
+        return Err(err());
+    }
+    Ok(bps.round() as u64)
+}
+
+/// Parses `0`, `250us`, `20ms`, `1.5s`, `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, SpecError> {
+    let err = || SpecError::Duration(s.to_owned());
+    let (num, unit) = split_number(s.trim());
+    let n: f64 = num.parse().map_err(|_| err())?;
+    let secs = match unit {
+        "us" => n / 1e6,
+        "ms" => n / 1e3,
+        "s" => n,
+        "m" | "min" => n * 60.0,
+        "" if n == 0.0 => 0.0,
+        _ => return Err(err()),
+    };
+    if !(secs.is_finite() && secs >= 0.0 && secs < 1e7) {
+        return Err(err());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses `1%`, `0.5%` or a bare percentage `1` into a probability.
+pub fn parse_percent(s: &str) -> Result<f64, SpecError> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| SpecError::Percent(s.to_owned()))?;
+    if !(0.0..=100.0).contains(&v) {
+        return Err(SpecError::Percent(s.to_owned()));
+    }
+    Ok(v / 100.0)
+}
+
+fn parse_queue(s: &str) -> Result<QueueLimit, SpecError> {
+    if s.chars().all(|c| c.is_ascii_digit()) {
+        let n: usize = s.parse().map_err(|_| SpecError::Queue(s.to_owned()))?;
+        if n == 0 {
+            return Err(SpecError::Queue(s.to_owned()));
+        }
+        return Ok(QueueLimit::Packets(n));
+    }
+    let d = parse_duration(s).map_err(|_| SpecError::Queue(s.to_owned()))?;
+    if d.is_zero() {
+        return Err(SpecError::Queue(s.to_owned()));
+    }
+    Ok(QueueLimit::Time(d))
+}
+
+fn parse_blackout(s: &str) -> Result<Blackout, SpecError> {
+    let err = || SpecError::Blackout(s.to_owned());
+    let (a, b) = s.split_once('+').ok_or_else(err)?;
+    let start = parse_duration(a).map_err(|_| err())?;
+    let len = parse_duration(b).map_err(|_| err())?;
+    if len.is_zero() {
+        return Err(err());
+    }
+    Ok(Blackout { start, len })
+}
+
+fn parse_ge(s: &str) -> Result<GilbertElliott, SpecError> {
+    let err = || SpecError::GilbertElliott(s.to_owned());
+    let parts: Vec<&str> = s.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(err());
+    }
+    let p = |x: &str| parse_percent(x).map_err(|_| err());
+    let ge = GilbertElliott {
+        p_good_to_bad: p(parts[0])?,
+        p_bad_to_good: p(parts[1])?,
+        loss_in_bad: parts.get(2).map(|x| p(x)).transpose()?.unwrap_or(1.0),
+    };
+    if ge.p_bad_to_good == 0.0 {
+        return Err(err());
+    }
+    Ok(ge)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_traces(p: &Path) -> Result<Trace, TraceError> {
+        Ok(Trace::parse(&p.display().to_string(), "1\n2\n").unwrap())
+    }
+
+    #[test]
+    fn full_spec() {
+        let s = PathSpec::parse_with(
+            "16mbit/1mbit,10ms,jitter=2ms,loss=1%/0.5%,queue=50ms,blackout=5s+1s,blackout=9s+500ms,cost=3,name=dsl",
+            no_traces,
+        )
+        .unwrap();
+        assert_eq!(s.up.capacity, Capacity::Rate { bps: 16_000_000 });
+        assert_eq!(s.down.capacity, Capacity::Rate { bps: 1_000_000 });
+        assert_eq!(s.up.delay, Duration::from_millis(10));
+        assert_eq!(s.down.jitter, Duration::from_millis(2));
+        assert!((s.up.loss - 0.01).abs() < 1e-12 && (s.down.loss - 0.005).abs() < 1e-12);
+        assert_eq!(s.up.queue, Some(QueueLimit::Time(Duration::from_millis(50))));
+        assert_eq!(s.blackouts.len(), 2);
+        assert_eq!(s.cost, 3.0);
+        assert_eq!(s.name.as_deref(), Some("dsl"));
+        assert_eq!(s.name_or_default(0), "dsl");
+    }
+
+    #[test]
+    fn trace_spec_and_defaults() {
+        let s = PathSpec::parse_with("trace=a.up/a.down,20ms", no_traces).unwrap();
+        assert!(matches!(&s.up.capacity, Capacity::Trace(t) if t.name() == "a.up"));
+        assert!(matches!(&s.down.capacity, Capacity::Trace(t) if t.name() == "a.down"));
+        assert_eq!(s.name_or_default(1), "p2");
+        assert_eq!(s.cost, 1.0);
+        assert_eq!(s.up.queue, None);
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_rate("500kbit").unwrap(), 500_000);
+        assert_eq!(parse_rate("8Mbit").unwrap(), 8_000_000);
+        assert_eq!(parse_rate("1gbps").unwrap(), 1_000_000_000);
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert!(parse_duration("10").is_err());
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_percent("101%").is_err());
+    }
+
+    #[test]
+    fn errors_are_values() {
+        for bad in [
+            "",
+            "8mbit",
+            "8mbit,10ms,color=red",
+            "8mbit,10ms,loss=1%,loss=2%",
+            "8mbit,10ms,blackout=5s",
+            "8mbit,10ms,queue=0",
+            "8mbit,10ms,name=has space",
+            "8mbit,10ms,cost=-1",
+            "1/2/3mbit,10ms",
+            "8mbit,10ms,ge=1%",
+            "8mbit,xx",
+        ] {
+            assert!(PathSpec::parse_with(bad, no_traces).is_err(), "{bad:?} parsed");
+        }
+        let missing = PathSpec::parse("trace=/nonexistent/trace,10ms").unwrap_err();
+        assert!(missing.to_string().contains("/nonexistent/trace"), "{missing}");
+    }
+
+    #[test]
+    fn blackout_capacity_counts_as_zero() {
+        let s = PathSpec::parse_with("10mbit,5ms,blackout=2s+1s,blackout=2500ms+1s", no_traces)
+            .unwrap();
+        let c = s.up_capacity_bps(Duration::ZERO, Duration::from_secs(10));
+        assert!((c - 8.5e6).abs() < 1.0, "{c}");
+    }
+}
