@@ -1,1 +1,58 @@
+//! `braid lab`: an emulated multi-path testbed in network namespaces.
+//!
+//! # Topology
+//!
+//! Three namespaces per lab `NAME`: `braid-NAME-client`, `braid-NAME-server`
+//! and `braid-NAME-emu`. Path *i* is two veth pairs: the client's interface
+//! (named after the path) is paired with `c<i>` in the emulator namespace, and
+//! `s<i>` there with the server's interface of the same name. The emulator
+//! relays Ethernet frames between `c<i>` and `s<i>`, so the two end stacks see
+//! one plain link whose rate, delay and loss the emulator decides. The client
+//! owns `198.18.<i>.2/24` on path *i* (RFC 2544 benchmarking range, never
+//! routed anywhere), the server `198.18.<i>.1/24` on its side of each path and
+//! its service address `198.19.0.1` on loopback, reachable over every path.
+//! Neighbours are static so that no ARP crosses (or is lost on) a path.
+//!
+//! # Why AF_PACKET on veth, not TUN
+//!
+//! A TUN relay puts a routing decision and a full IP receive/transmit in the
+//! middle of every packet, and needs the emulator namespace to route; with
+//! veth pairs the end stacks talk Ethernet to each other and the emulator only
+//! moves frames. Each `c<i>`/`s<i>` gets a raw packet socket bound to it with
+//! `PACKET_IGNORE_OUTGOING` (we never see our own injections) and
+//! `PACKET_QDISC_BYPASS` (injection goes straight to the peer without a qdisc).
+//! Frames are read with `recvmmsg` and written with `sendmmsg` in batches of
+//! [`emulator::BATCH`], into buffers from a pool that is filled once, so the
+//! steady state makes two system calls per batch and allocates nothing.
+//! Segmentation and checksum offloads are switched off on the end interfaces
+//! (`ethtool -K`) so that every frame the emulator sees is one wire packet
+//! with a complete checksum: rates then count real IP packets.
+//!
+//! # Timing
+//!
+//! One thread serves every path (two cores are shared with both TCP stacks
+//! and the traffic generators; a second emulator thread would only compete).
+//! Each direction's schedule is computed when a packet arrives ([`link`]), so
+//! the loop only sleeps until the earliest delivery time with `ppoll`, which
+//! takes a nanosecond timeout; timer slack is set to 1 ns and the thread runs
+//! `SCHED_FIFO` so that a wake-up preempts the traffic generators instead of
+//! waiting for a time slice. There is no busy polling: spinning would steal a
+//! whole core from the stacks being measured.
 
+pub mod control;
+mod daemon;
+pub mod emulator;
+pub mod error;
+pub mod lab;
+pub mod layout;
+pub mod link;
+mod netns;
+mod packet_socket;
+pub mod state;
+mod topology;
+
+pub use error::LabError;
+pub use lab::{
+    down, emulator_pid, exec_command, set, status, up, EmulatorProgram, LabStatus, PathReport,
+    Side, UpOptions,
+};

@@ -1,0 +1,336 @@
+//! The lab's life cycle: `up`, `status`, `set`, `exec`, `down`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::control::{ask, DirectionStatus, EmulatorStatus, Request, Response};
+pub use crate::daemon::EmulatorProgram;
+use crate::layout::{LabLayout, PathLayout, MAX_PATHS, SERVER_ADDR};
+use crate::state::{parse_spec, LabConfig, Namespaces, PathConfig};
+use crate::{daemon, netns, topology, LabError};
+
+/// How long `up` waits for the emulator to answer its first request.
+const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `down` gives the emulator to exit after SIGTERM.
+const EMULATOR_STOP_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    pub name: String,
+    pub specs: Vec<String>,
+    /// Seeds the loss generators; `None` picks one from the clock.
+    pub seed: Option<u64>,
+    pub emulator: EmulatorProgram,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// What `status` reports: the lab's layout and, while the emulator runs, its
+/// live settings and counters.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LabStatus {
+    pub name: String,
+    pub namespaces: Namespaces,
+    pub server_addr: std::net::Ipv4Addr,
+    pub emulator: Option<EmulatorStatus>,
+    pub paths: Vec<PathReport>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PathReport {
+    #[serde(flatten)]
+    pub layout: PathLayout,
+    /// The SPEC in force.
+    pub spec: String,
+    /// Live settings and counters of each direction; absent while the
+    /// emulator is down.
+    pub up: Option<DirectionStatus>,
+    pub down: Option<DirectionStatus>,
+}
+
+fn require_root() -> Result<(), LabError> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(LabError::NotRoot);
+    }
+    Ok(())
+}
+
+/// The pid of the lab's emulator if it is alive (and really is it: a pid
+/// from a stale file may since belong to another process).
+pub fn emulator_pid(layout: &LabLayout) -> Option<libc::pid_t> {
+    let pid: libc::pid_t = std::fs::read_to_string(layout.pid_file())
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let state_dir = layout.state_dir();
+    let ours = cmdline
+        .split(|b| *b == 0)
+        .any(|arg| arg == state_dir.as_os_str().as_encoded_bytes());
+    ours.then_some(pid)
+}
+
+/// What of the lab exists now, in words, for error messages.
+fn leftovers(layout: &LabLayout) -> Vec<String> {
+    let mut found: Vec<String> = layout
+        .namespaces()
+        .into_iter()
+        .filter(|ns| netns::exists(ns))
+        .map(|ns| format!("namespace {ns}"))
+        .collect();
+    if layout.state_dir().exists() {
+        found.push(format!("state directory {}", layout.state_dir().display()));
+    }
+    found
+}
+
+/// Creates the lab. On any failure nothing of it is left behind.
+pub fn up(opts: &UpOptions) -> Result<LabStatus, LabError> {
+    let layout = LabLayout::new(&opts.name)?;
+    let config = plan(&layout, opts)?;
+    require_root()?;
+    if emulator_pid(&layout).is_some() {
+        return Err(LabError::AlreadyRunning(layout.name));
+    }
+    let found = leftovers(&layout);
+    if !found.is_empty() {
+        return Err(LabError::Leftover {
+            name: layout.name,
+            what: found.join(", "),
+        });
+    }
+    let result = create(&layout, &config, &opts.emulator);
+    if let Err(e) = result {
+        // Undo whatever part was made; the first error is the one to report.
+        let _ = down(&layout.name);
+        return Err(e);
+    }
+    status(&layout.name)
+}
+
+/// Checks the input and decides every name and address, touching nothing.
+fn plan(layout: &LabLayout, opts: &UpOptions) -> Result<LabConfig, LabError> {
+    if opts.specs.is_empty() {
+        return Err(LabError::NoPaths);
+    }
+    if opts.specs.len() > MAX_PATHS {
+        return Err(LabError::TooManyPaths {
+            max: MAX_PATHS,
+            given: opts.specs.len(),
+        });
+    }
+    let cwd = std::env::current_dir().map_err(LabError::io("current directory"))?;
+    let mut paths: Vec<PathConfig> = Vec::with_capacity(opts.specs.len());
+    for (index, text) in opts.specs.iter().enumerate() {
+        let spec = parse_spec(text, &cwd)?;
+        let name = spec.name_or_default(index);
+        if name == "lo" {
+            return Err(LabError::ReservedPathName(name));
+        }
+        if paths.iter().any(|p| p.layout.name == name) {
+            return Err(LabError::DuplicatePath(name));
+        }
+        paths.push(PathConfig {
+            layout: PathLayout::new(index, &name),
+            spec: text.clone(),
+            cwd: cwd.clone(),
+        });
+    }
+    let seed = opts.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    });
+    Ok(LabConfig {
+        name: layout.name.clone(),
+        namespaces: Namespaces {
+            client: layout.ns_client(),
+            server: layout.ns_server(),
+            emulator: layout.ns_emulator(),
+        },
+        server_addr: SERVER_ADDR,
+        seed,
+        paths,
+    })
+}
+
+fn create(
+    layout: &LabLayout,
+    config: &LabConfig,
+    emulator: &EmulatorProgram,
+) -> Result<(), LabError> {
+    let dir = layout.state_dir();
+    std::fs::create_dir_all(&dir).map_err(LabError::io(format!("creating {}", dir.display())))?;
+    config.save(layout)?;
+    let path_layouts: Vec<PathLayout> = config.paths.iter().map(|p| p.layout.clone()).collect();
+    topology::build(layout, &path_layouts)?;
+    daemon::spawn(emulator, &dir, &layout.log_file())?;
+    wait_for_emulator(layout)
+}
+
+fn wait_for_emulator(layout: &LabLayout) -> Result<(), LabError> {
+    let deadline = Instant::now() + EMULATOR_START_TIMEOUT;
+    loop {
+        if layout.pid_file().exists() && emulator_pid(layout).is_none() {
+            break;
+        }
+        if let Ok(Response::Status(_)) = ask(layout, &Request::Status) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = std::fs::read_to_string(layout.log_file()).unwrap_or_default();
+    Err(LabError::EmulatorStart(format!(
+        "no answer within {EMULATOR_START_TIMEOUT:?}; its log says: {}",
+        log.trim()
+    )))
+}
+
+pub fn status(name: &str) -> Result<LabStatus, LabError> {
+    let layout = LabLayout::new(name)?;
+    require_root()?;
+    let config = load_config(&layout)?;
+    let emulator = match ask(&layout, &Request::Status) {
+        Ok(Response::Status(s)) => Some(s),
+        _ => None,
+    };
+    let paths = config
+        .paths
+        .iter()
+        .map(|p| {
+            let live = emulator
+                .as_ref()
+                .and_then(|e| e.paths.iter().find(|l| l.name == p.layout.name));
+            PathReport {
+                layout: p.layout.clone(),
+                spec: p.spec.clone(),
+                up: live.map(|l| l.up.clone()),
+                down: live.map(|l| l.down.clone()),
+            }
+        })
+        .collect();
+    Ok(LabStatus {
+        name: config.name,
+        namespaces: config.namespaces,
+        server_addr: config.server_addr,
+        emulator,
+        paths,
+    })
+}
+
+fn load_config(layout: &LabLayout) -> Result<LabConfig, LabError> {
+    if !layout.config_file().exists() {
+        return Err(LabError::NoSuchLab(layout.name.clone()));
+    }
+    LabConfig::load(layout)
+}
+
+/// Changes path `path`'s settings while the lab runs.
+pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
+    let layout = LabLayout::new(name)?;
+    require_root()?;
+    let mut config = load_config(&layout)?;
+    let cwd = std::env::current_dir().map_err(LabError::io("current directory"))?;
+    let parsed = parse_spec(spec, &cwd)?;
+    let known = config.path_names();
+    let entry = config
+        .paths
+        .iter_mut()
+        .find(|p| p.layout.name == path)
+        .ok_or_else(|| LabError::NoSuchPath {
+            name: path.to_owned(),
+            known,
+        })?;
+    // The path keeps its name; a different `name=` would orphan its links.
+    if let Some(other) = parsed.name.filter(|n| n != path) {
+        return Err(LabError::Spec {
+            spec: spec.to_owned(),
+            source: braid_sim::spec::SpecError::Name(format!(
+                "{other} (a path cannot be renamed; it is {path})"
+            )),
+        });
+    }
+    let request = Request::Set {
+        path: path.to_owned(),
+        spec: spec.to_owned(),
+        cwd: cwd.clone(),
+    };
+    match ask(&layout, &request)? {
+        Response::Applied => {}
+        Response::Rejected(why) => return Err(LabError::Control(why)),
+        Response::Status(_) => return Err(LabError::Control("unexpected answer".into())),
+    }
+    entry.spec = spec.to_owned();
+    entry.cwd = cwd;
+    config.save(&layout)
+}
+
+/// The command that runs `argv` inside the lab's client or server namespace.
+pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, LabError> {
+    let layout = LabLayout::new(name)?;
+    require_root()?;
+    let ns = match side {
+        Side::Client => layout.ns_client(),
+        Side::Server => layout.ns_server(),
+    };
+    if !netns::exists(&ns) {
+        return Err(LabError::NoSuchLab(layout.name));
+    }
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns]).args(argv);
+    Ok(cmd)
+}
+
+/// Removes the lab: emulator, processes in its namespaces, namespaces (and
+/// with them every link), state. Works on a half-made or crashed lab too.
+/// Returns what was removed; empty when there was no such lab.
+pub fn down(name: &str) -> Result<Vec<String>, LabError> {
+    let layout = LabLayout::new(name)?;
+    require_root()?;
+    let mut removed = Vec::new();
+    if let Some(pid) = emulator_pid(&layout) {
+        stop_process(pid);
+        removed.push(format!("emulator (pid {pid})"));
+    }
+    for ns in layout.namespaces() {
+        if netns::exists(&ns) {
+            netns::delete(&ns)?;
+            removed.push(format!("namespace {ns}"));
+        }
+    }
+    let dir: PathBuf = layout.state_dir();
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .map_err(LabError::io(format!("removing {}", dir.display())))?;
+        removed.push(format!("state directory {}", dir.display()));
+    }
+    Ok(removed)
+}
+
+/// SIGTERM, then SIGKILL if it is still there after a grace period.
+fn stop_process(pid: libc::pid_t) {
+    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    // SAFETY: kill has no memory effects.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + EMULATOR_STOP_TIMEOUT;
+    while alive() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if alive() {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        while alive() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Names and addresses of a lab, derived from its name and path order alone,
+//! so that `down` can find everything even when the state files are gone.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use crate::LabError;
+
+/// Where the state of every lab lives (tmpfs: gone after a reboot, as the
+/// namespaces are).
+pub const STATE_ROOT: &str = "/run/braid-lab";
+/// Where `ip netns` keeps its namespaces.
+pub const NETNS_ROOT: &str = "/run/netns";
+/// The server's address, on its loopback, reachable over every path.
+pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
+/// Each path gets a /24 out of 198.18.0.0/16, so at most 250 paths; far more
+/// than any test needs, so keep the limit low enough to stay readable.
+pub const MAX_PATHS: usize = 32;
+/// Policy routing tables for "from the address of path i" start here.
+const TABLE_BASE: u32 = 100;
+
+#[derive(Debug, Clone)]
+pub struct LabLayout {
+    pub name: String,
+}
+
+impl LabLayout {
+    pub fn new(name: &str) -> Result<LabLayout, LabError> {
+        let ok = (1..=15).contains(&name.len())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !ok {
+            return Err(LabError::BadName(name.to_owned()));
+        }
+        Ok(LabLayout {
+            name: name.to_owned(),
+        })
+    }
+
+    pub fn ns_client(&self) -> String {
+        format!("braid-{}-client", self.name)
+    }
+    pub fn ns_server(&self) -> String {
+        format!("braid-{}-server", self.name)
+    }
+    pub fn ns_emulator(&self) -> String {
+        format!("braid-{}-emu", self.name)
+    }
+    pub fn namespaces(&self) -> [String; 3] {
+        [self.ns_client(), self.ns_server(), self.ns_emulator()]
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        PathBuf::from(STATE_ROOT).join(&self.name)
+    }
+    pub fn config_file(&self) -> PathBuf {
+        self.state_dir().join("config.json")
+    }
+    pub fn pid_file(&self) -> PathBuf {
+        self.state_dir().join("emulator.pid")
+    }
+    pub fn control_socket(&self) -> PathBuf {
+        self.state_dir().join("control.sock")
+    }
+    pub fn log_file(&self) -> PathBuf {
+        self.state_dir().join("emulator.log")
+    }
+}
+
+/// The names and addresses of path number `index` (0-based) called `name`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PathLayout {
+    pub name: String,
+    /// The path's interface in the client namespace (and in the server's).
+    pub client_iface: String,
+    pub client_addr: Ipv4Addr,
+    /// The server's address on this path's link: the client's gateway.
+    pub gateway: Ipv4Addr,
+    /// The emulator's interfaces facing the client and the server.
+    pub emu_client_iface: String,
+    pub emu_server_iface: String,
+    /// The routing table that sends traffic from `client_addr` over this path.
+    pub table: u32,
+}
+
+impl PathLayout {
+    pub fn new(index: usize, name: &str) -> PathLayout {
+        let subnet = u8::try_from(index + 1).expect("index below MAX_PATHS");
+        PathLayout {
+            name: name.to_owned(),
+            client_iface: name.to_owned(),
+            client_addr: Ipv4Addr::new(198, 18, subnet, 2),
+            gateway: Ipv4Addr::new(198, 18, subnet, 1),
+            emu_client_iface: format!("c{}", index + 1),
+            emu_server_iface: format!("s{}", index + 1),
+            table: TABLE_BASE + index as u32 + 1,
+        }
+    }
+
+    /// Locally administered MACs, fixed so neighbours can be static.
+    pub fn client_mac(&self) -> String {
+        format!("02:62:72:{:02x}:00:02", self.client_addr.octets()[2])
+    }
+    pub fn server_mac(&self) -> String {
+        format!("02:62:72:{:02x}:00:01", self.client_addr.octets()[2])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_fit_interface_limits() {
+        let lab = LabLayout::new("fifteen-chars-x").unwrap();
+        assert_eq!(lab.ns_client(), "braid-fifteen-chars-x-client");
+        let p = PathLayout::new(MAX_PATHS - 1, "lte");
+        assert!(p.emu_client_iface.len() <= 15);
+        assert_eq!(p.client_addr, Ipv4Addr::new(198, 18, 32, 2));
+        assert_ne!(p.client_mac(), p.server_mac());
+    }
+
+    #[test]
+    fn rejects_bad_lab_names() {
+        for bad in ["", "a/b", "sixteen-chars-xx", "sp ace"] {
+            assert!(LabLayout::new(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Shared by the lab's integration tests: a lab that removes itself when the
+//! test ends (pass, fail or panic), and helpers to run programs in it.
+
+#![allow(dead_code)] // each test file uses its own subset of the helpers
+
+use std::process::Output;
+
+use braid_lab::{EmulatorProgram, LabStatus, Side, UpOptions};
+
+/// True when the tests may create namespaces. Without root they cannot run:
+/// in CI that is a failure, elsewhere the test says so and skips.
+pub fn have_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("lab tests need root to create network namespaces, and CI must run them");
+    }
+    eprintln!("SKIPPED: lab tests need root to create network namespaces");
+    false
+}
+
+pub fn emulator() -> EmulatorProgram {
+    EmulatorProgram {
+        program: env!("CARGO_BIN_EXE_braid-lab-emulator").into(),
+        args: Vec::new(),
+    }
+}
+
+pub fn options(name: &str, specs: &[&str]) -> UpOptions {
+    UpOptions {
+        name: name.to_owned(),
+        specs: specs.iter().map(|s| s.to_string()).collect(),
+        seed: Some(1),
+        emulator: emulator(),
+    }
+}
+
+/// A running lab, taken down on drop.
+pub struct Lab {
+    pub name: String,
+    pub status: LabStatus,
+}
+
+impl Lab {
+    pub fn up(name: &str, specs: &[&str]) -> Lab {
+        // A previous run killed mid-test may have left this lab behind.
+        let _ = braid_lab::down(name);
+        let status = braid_lab::up(&options(name, specs)).unwrap_or_else(|e| panic!("lab up: {e}"));
+        Lab {
+            name: name.to_owned(),
+            status,
+        }
+    }
+
+    /// Runs `argv` in the client or server namespace and waits for it.
+    pub fn run(&self, side: Side, argv: &[&str]) -> Output {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let mut cmd = braid_lab::exec_command(&self.name, side, &argv).expect("exec command");
+        cmd.output()
+            .unwrap_or_else(|e| panic!("running {argv:?}: {e}"))
+    }
+
+    pub fn server_addr(&self) -> String {
+        self.status.server_addr.to_string()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Err(e) = braid_lab::down(&self.name) {
+            eprintln!("cleaning up lab {}: {e}", self.name);
+        }
+    }
+}
+
+/// The round-trip times in ms that `ping` printed.
+pub fn ping_rtts(output: &Output) -> Vec<f64> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1))
+        .filter_map(|t| t.split_whitespace().next()?.parse().ok())
+        .collect()
+}
