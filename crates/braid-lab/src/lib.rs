@@ -49,6 +49,7 @@ pub mod link;
 mod netns;
 mod packet_socket;
 pub mod state;
+mod status_text;
 mod topology;
 
 pub use error::LabError;
@@ -56,3 +57,4 @@ pub use lab::{
     down, emulator_pid, exec_command, set, status, up, EmulatorProgram, LabStatus, PathReport,
     Side, UpOptions,
 };
+pub use status_text::render_status;
