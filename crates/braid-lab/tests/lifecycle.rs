@@ -63,7 +63,8 @@ fn bad_input_exits_2_and_creates_nothing() {
     }
     let name = "t-bad";
     let _ = braid_lab::down(name);
-    let cases: [(&[&str], fn(&LabError) -> bool); 5] = [
+    type IsExpected = fn(&LabError) -> bool;
+    let cases: [(&[&str], IsExpected); 5] = [
         (&["10mbit"], |e| matches!(e, LabError::Spec { .. })),
         (&["fast,10ms"], |e| matches!(e, LabError::Spec { .. })),
         (&["trace=no-such-trace-file,10ms"], |e| {
