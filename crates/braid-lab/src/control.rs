@@ -40,6 +40,11 @@ pub struct Counters {
     pub dropped_blackout: u64,
     /// Frames larger than the emulator's buffers (never on an MTU-1500 link).
     pub dropped_oversize: u64,
+    /// Frames sent more than 0.5 ms after their due time (the emulator's own
+    /// delay error; the accuracy target is under 1 % of frames).
+    pub late_over_500us: u64,
+    /// The largest such lateness seen, in microseconds.
+    pub max_late_us: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use braid_sim::spec::{Capacity, PathSpec};
 
@@ -28,6 +28,8 @@ const ETH_HEADER: usize = 14;
 const INITIAL_BUFFERS: usize = 8192;
 /// Batches read from one socket per wake-up before serving the others.
 const MAX_BATCHES_PER_WAKEUP: usize = 8;
+/// Lateness the accuracy target allows; later deliveries are counted.
+const LATE: Duration = Duration::from_micros(500);
 /// How soon to retry when a socket buffer was full.
 const SEND_RETRY: Duration = Duration::from_micros(50);
 /// The real-time priority: above every normal task, below the kernel's own
@@ -63,6 +65,7 @@ struct Emulator {
     pool: Vec<Vec<u8>>,
     rx_bufs: Vec<Vec<u8>>,
     rx_lens: [usize; BATCH],
+    rx_stamps: [Option<Duration>; BATCH],
     pollfds: Vec<libc::pollfd>,
     started: Instant,
     send_blocked: bool,
@@ -132,6 +135,7 @@ pub fn run(state_dir: &Path) -> Result<(), LabError> {
             .collect(),
         rx_bufs: (0..BATCH).map(|_| vec![0; FRAME_CAPACITY]).collect(),
         rx_lens: [0; BATCH],
+        rx_stamps: [None; BATCH],
         pollfds,
         started: now,
         send_blocked: false,
@@ -247,21 +251,30 @@ impl Emulator {
             pool,
             rx_bufs,
             rx_lens,
+            rx_stamps,
             ..
         } = self;
         let path = &mut paths[p];
         let dir = &mut path.dirs[side];
+        // Kernel receive times are wall-clock; map them onto the monotonic
+        // clock through one pair of readings taken together.
+        let wall_now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         for _ in 0..MAX_BATCHES_PER_WAKEUP {
             let n = path.sockets[side]
-                .recv_batch(rx_bufs, rx_lens)
+                .recv_batch(rx_bufs, rx_lens, rx_stamps)
                 .map_err(LabError::io(format!("receiving on path {}", path.name)))?;
             for i in 0..n {
                 let len = rx_lens[i];
+                let arrived = rx_stamps[i]
+                    .and_then(|t| now.checked_sub(wall_now.saturating_sub(t)))
+                    .unwrap_or(now);
                 if !(ETH_HEADER..=FRAME_CAPACITY).contains(&len) {
                     dir.counters.dropped_oversize += 1;
                     continue;
                 }
-                match dir.model.admit(now, len - ETH_HEADER) {
+                match dir.model.admit(arrived, len - ETH_HEADER) {
                     Verdict::Deliver(deliver_at) => {
                         let fresh = pool.pop().unwrap_or_else(|| vec![0; FRAME_CAPACITY]);
                         let buf = std::mem::replace(&mut rx_bufs[i], fresh);
@@ -308,6 +321,12 @@ impl Emulator {
                         .send_batch(&frames[..due])
                         .map_err(LabError::io(format!("sending on path {}", path.name)))?;
                     for f in dir.queue.drain(..sent) {
+                        let late = now.saturating_duration_since(f.deliver_at);
+                        dir.counters.max_late_us =
+                            dir.counters.max_late_us.max(late.as_micros() as u64);
+                        if late > LATE {
+                            dir.counters.late_over_500us += 1;
+                        }
                         dir.counters.forwarded_packets += 1;
                         dir.counters.forwarded_bytes += (f.len - ETH_HEADER) as u64;
                         self.pool.push(f.buf);

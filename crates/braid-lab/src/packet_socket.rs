@@ -4,10 +4,13 @@
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
 
 /// Socket buffers large enough to hold a burst at 1 Gbit/s for ~50 ms, so
 /// that a late wake-up of the emulator does not drop frames in the kernel.
 const SOCKET_BUFFER_BYTES: libc::c_int = 8 << 20;
+/// Room for one SCM_TIMESTAMPNS control message, in u64 words.
+const CONTROL_WORDS: usize = 8;
 
 pub struct PacketSocket {
     fd: OwnedFd,
@@ -98,11 +101,24 @@ impl PacketSocket {
 
     /// Receives up to `bufs.len()` frames, frame `i` into `bufs[i]`, its
     /// length (untruncated: larger than the buffer if it did not fit) into
-    /// `lens[i]`. Returns how many arrived; 0 when none is waiting.
-    pub fn recv_batch(&self, bufs: &mut [Vec<u8>], lens: &mut [usize]) -> io::Result<usize> {
-        let n = bufs.len().min(lens.len()).min(crate::emulator::BATCH);
+    /// `lens[i]` and the kernel's receive time (wall clock, since the Unix
+    /// epoch) into `stamps[i]`. Returns how many arrived; 0 when none is
+    /// waiting.
+    pub fn recv_batch(
+        &self,
+        bufs: &mut [Vec<u8>],
+        lens: &mut [usize],
+        stamps: &mut [Option<Duration>],
+    ) -> io::Result<usize> {
+        let n = bufs
+            .len()
+            .min(lens.len())
+            .min(stamps.len())
+            .min(crate::emulator::BATCH);
         let mut iovs: [libc::iovec; crate::emulator::BATCH] = unsafe { std::mem::zeroed() };
         let mut msgs: [libc::mmsghdr; crate::emulator::BATCH] = unsafe { std::mem::zeroed() };
+        // u64 elements keep the control buffers aligned for cmsghdr.
+        let mut controls = [[0u64; CONTROL_WORDS]; crate::emulator::BATCH];
         for i in 0..n {
             iovs[i] = libc::iovec {
                 iov_base: bufs[i].as_mut_ptr().cast(),
@@ -110,6 +126,8 @@ impl PacketSocket {
             };
             msgs[i].msg_hdr.msg_iov = &mut iovs[i];
             msgs[i].msg_hdr.msg_iovlen = 1;
+            msgs[i].msg_hdr.msg_control = controls[i].as_mut_ptr().cast();
+            msgs[i].msg_hdr.msg_controllen = std::mem::size_of_val(&controls[i]);
         }
         // SAFETY: every iovec points into a live buffer of the given length.
         let got = unsafe {
@@ -131,6 +149,7 @@ impl PacketSocket {
         let got = got as usize;
         for i in 0..got {
             lens[i] = msgs[i].msg_len as usize;
+            stamps[i] = receive_time(&msgs[i].msg_hdr);
         }
         Ok(got)
     }
@@ -162,4 +181,22 @@ impl PacketSocket {
         }
         Ok(sent as usize)
     }
+}
+
+/// The SCM_TIMESTAMPNS time in a received message's control data.
+fn receive_time(msg: &libc::msghdr) -> Option<Duration> {
+    // SAFETY: the kernel filled msg_control with well-formed cmsghdrs of
+    // msg_controllen bytes; CMSG_* walk them without leaving that range.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                return Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+            }
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+        }
+    }
+    None
 }

@@ -32,8 +32,15 @@ fn direction(out: &mut String, label: &str, d: &Option<DirectionStatus>) {
             let _ = writeln!(out, "    {label}: {}", settings_line(&d.settings));
             let _ = writeln!(
                 out,
-                "      forwarded {} packets / {} bytes; dropped: queue {}, loss {}, blackout {}, oversize {}",
-                c.forwarded_packets, c.forwarded_bytes, c.dropped_queue, c.dropped_loss, c.dropped_blackout, c.dropped_oversize
+                "      forwarded {} packets / {} bytes; dropped: queue {}, loss {}, blackout {}, oversize {}; late >0.5 ms {} (max {} us)",
+                c.forwarded_packets,
+                c.forwarded_bytes,
+                c.dropped_queue,
+                c.dropped_loss,
+                c.dropped_blackout,
+                c.dropped_oversize,
+                c.late_over_500us,
+                c.max_late_us
             );
         }
         None => {

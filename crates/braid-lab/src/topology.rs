@@ -1,6 +1,8 @@
 //! Builds a lab's namespaces, links, addresses, neighbours and routes (see
 //! the crate documentation for the picture).
 
+use std::net::Ipv4Addr;
+
 use crate::layout::{LabLayout, PathLayout, SERVER_ADDR};
 use crate::netns::{add, exec_in, ip_in};
 use crate::LabError;
@@ -72,6 +74,26 @@ fn link_path(client: &str, server: &str, emu: &str, p: &PathLayout) -> Result<()
         server,
         &["addr", "add", &format!("{gateway}/24"), "dev", iface],
     )?;
+    // The server answers from its one address, as a server on the internet
+    // does, also on sockets it connects itself (iperf3's UDP test does).
+    let subnet = Ipv4Addr::from(u32::from(p.client_addr) & 0xffff_ff00);
+    let server_addr = SERVER_ADDR.to_string();
+    ip_in(
+        server,
+        &[
+            "route",
+            "replace",
+            &format!("{subnet}/24"),
+            "dev",
+            iface,
+            "proto",
+            "kernel",
+            "scope",
+            "link",
+            "src",
+            &server_addr,
+        ],
+    )?;
     ip_in(
         client,
         &[
@@ -103,7 +125,6 @@ fn link_path(client: &str, server: &str, emu: &str, p: &PathLayout) -> Result<()
     // A route to the server through every path, the first path preferred;
     // and one table per path for traffic from that path's address, so that a
     // socket bound to an address (as MPTCP subflows are) leaves through it.
-    let server_addr = SERVER_ADDR.to_string();
     let metric = p.table.to_string();
     ip_in(
         client,

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Benchmarks of `braid lab` (issue 3): emulator accuracy (rate, delay, loss),
+# forwarding capacity without shaping, and the anchor measurement of Linux
+# kernel Multipath TCP over the lab against single-path TCP on each path.
+# Prints Markdown tables on stdout; the commands it runs go to stderr.
+#
+# Needs root, iperf3, iputils-ping, mptcpize, python3, and a built braid:
+#   cargo build --release -p braid
+#   sudo crates/braid-lab/bench/lab-bench.sh > lab-results.md
+# Environment: BRAID (binary), TRACES (trace folder), DUR (seconds per run).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../../.." && pwd)
+BRAID=${BRAID:-$repo/target/release/braid}
+TRACES=${TRACES:-$repo/../shared/traces}
+DUR=${DUR:-20}
+LAB=bench
+SERVER=198.19.0.1
+
+say() { echo "+ $*" >&2; }
+lab() { "$BRAID" lab "$@"; }
+cleanup() { lab down --name "$LAB" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+up() {
+    cleanup
+    say "braid lab up --name $LAB $(printf -- '--path %s ' "$@")"
+    local args=()
+    for p in "$@"; do args+=(--path "$p"); done
+    lab up --name "$LAB" --seed 42 "${args[@]}" >/dev/null
+    # One iperf3 server for TCP/UDP; `down` kills it with the namespace.
+    lab exec --name "$LAB" server iperf3 -s -D -p 5201
+}
+cx() { say "client: $*"; lab exec --name "$LAB" client "$@"; }
+status_json() { lab status --name "$LAB" --json; }
+# counter PATH_INDEX DIRECTION FIELD
+counter() {
+    status_json | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['paths'][$1]['$2']['counters']['$3'])"
+}
+uptime_s() { status_json | python3 -c "import json,sys; print(json.load(sys.stdin)['emulator']['uptime_s'])"; }
+# goodput of an iperf3 -J report on stdin, in Mbit/s
+goodput() { python3 -c "import json,sys; print('%.3f' % (json.load(sys.stdin)['end']['sum_received']['bits_per_second']/1e6))"; }
+calc() { python3 -c "print($*)"; }
+# RTT percentiles (p50 p99 max) of ping output on stdin, in ms
+rtt_stats() {
+    python3 -c "
+import sys
+r=sorted(float(l.split('time=')[1].split()[0]) for l in sys.stdin if 'time=' in l)
+print('%d %.3f %.3f %.3f' % (len(r), r[len(r)//2], r[min(len(r)-1, int(len(r)*0.99))], r[-1]))"
+}
+
+# Bytes the emulator forwarded on path 0 upward per second while UDP offers
+# 20 % more than the rate: the bottleneck's own rate, in Mbit/s.
+measure_rate() {
+    local rate_mbit=$1
+    local offered=$((rate_mbit * 12 / 10))
+    cx iperf3 -u -c "$SERVER" -b "${offered}M" -l 1472 -t $((DUR + 2)) >/dev/null &
+    local load=$!
+    sleep 1
+    local b1 t1 b2 t2
+    b1=$(counter 0 up forwarded_bytes); t1=$(date +%s.%N)
+    sleep "$DUR"
+    b2=$(counter 0 up forwarded_bytes); t2=$(date +%s.%N)
+    wait "$load"
+    calc "'%.3f' % (($b2 - $b1) * 8 / ($t2 - $t1) / 1e6)"
+}
+
+echo "### Rate (one path, 5 ms, UDP offered at 1.2 x rate; TCP single stream)"
+echo
+echo "| configured | measured IP rate (emulator counters) | error | TCP goodput | expected goodput (x 1448/1500) | error |"
+echo "|---|---|---|---|---|---|"
+for r in 1 10 100 300; do
+    up "${r}mbit,5ms"
+    m=$(measure_rate "$r")
+    g=$(cx iperf3 -c "$SERVER" -t "$DUR" -O 2 -J | goodput)
+    e=$(calc "'%.3f' % ($r * 1448 / 1500)")
+    echo "| $r Mbit/s | $m Mbit/s | $(calc "'%+.2f %%' % (($m / $r - 1) * 100)") | $g Mbit/s | $e Mbit/s | $(calc "'%+.2f %%' % (($g / $e - 1) * 100)") |"
+done
+echo
+
+echo "### Delay (ping RTT minus 2 x configured one-way delay)"
+echo
+echo "| configured one-way | load on other paths | pings | RTT p50 | RTT p99 | RTT max | p99 error |"
+echo "|---|---|---|---|---|---|---|"
+for d in 1 10 50; do
+    up "100mbit,${d}ms"
+    read -r n p50 p99 max < <(cx ping -n -c 1000 -i 0.005 "$SERVER" | rtt_stats)
+    echo "| $d ms | none | $n | $p50 ms | $p99 ms | $max ms | $(calc "'%+.3f ms' % ($p99 - 2 * $d)") |"
+done
+# 300 Mbit/s of UDP across two loaded paths while ping measures the third.
+up "200mbit,10ms" "200mbit,10ms" "100mbit,10ms"
+cx iperf3 -u -c "$SERVER" -B 198.18.1.2 -b 150M -l 1472 -t 12 >/dev/null &
+l1=$!
+lab exec --name "$LAB" server iperf3 -s -D -p 5202
+cx iperf3 -u -c "$SERVER" -p 5202 -B 198.18.2.2 -b 150M -l 1472 -t 12 >/dev/null &
+l2=$!
+sleep 1
+fw1=$(counter 0 up forwarded_bytes); fw2=$(counter 1 up forwarded_bytes); t1=$(date +%s.%N)
+read -r n p50 p99 max < <(cx ping -n -c 1500 -i 0.005 -I p3 "$SERVER" | rtt_stats)
+fw1b=$(counter 0 up forwarded_bytes); fw2b=$(counter 1 up forwarded_bytes); t2=$(date +%s.%N)
+wait "$l1" "$l2"
+load=$(calc "'%.0f Mbit/s' % (($fw1b - $fw1 + $fw2b - $fw2) * 8 / ($t2 - $t1) / 1e6)")
+echo "| 10 ms | $load UDP on p1+p2 | $n | $p50 ms | $p99 ms | $max ms | $(calc "'%+.3f ms' % ($p99 - 20)") |"
+echo
+
+echo "### Loss (100 Mbit/s, 1 ms; 5000 pings at 2 ms intervals; per-direction rates from the emulator's counters)"
+echo
+echo "| configured per direction | up measured | down measured | ping loss | expected 1-(1-p)^2 |"
+echo "|---|---|---|---|---|"
+for l in 1 5 10 20; do
+    up "100mbit,1ms,loss=${l}%"
+    out=$(cx ping -n -q -c 5000 -i 0.002 -W 1 "$SERVER" || true)
+    recv=$(echo "$out" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+    rates=$(status_json | python3 -c "
+import json,sys
+p=json.load(sys.stdin)['paths'][0]
+f=lambda d: d['counters']['dropped_loss']/(d['counters']['dropped_loss']+d['counters']['forwarded_packets'])*100
+print('%.2f %%|%.2f %%' % (f(p['up']), f(p['down'])))")
+    echo "| $l % | ${rates%%|*} | ${rates##*|} | $(calc "'%.2f %%' % ((1 - $recv / 5000) * 100)") | $(calc "'%.2f %%' % ((1 - (1 - $l / 100) ** 2) * 100)") |"
+done
+echo
+
+echo "### Forwarding capacity, unshaped (10gbit,0ms path)"
+echo
+echo "| traffic | goodput | emulator forwarded (IP) | packets/s |"
+echo "|---|---|---|---|"
+up "10gbit,0ms"
+for kind in "TCP 1 stream:-P 1" "TCP 4 streams:-P 4" "UDP 1472 B, offered 2 Gbit/s:-u -b 2G -l 1472"; do
+    label=${kind%%:*}
+    opts=${kind#*:}
+    p1=$(counter 0 up forwarded_packets); b1=$(counter 0 up forwarded_bytes); t1=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    g=$(cx iperf3 -c "$SERVER" $opts -t 10 -J | goodput)
+    p2=$(counter 0 up forwarded_packets); b2=$(counter 0 up forwarded_bytes); t2=$(date +%s.%N)
+    echo "| $label | $g Mbit/s | $(calc "'%.0f Mbit/s' % (($b2 - $b1) * 8 / ($t2 - $t1) / 1e6)") | $(calc "'%.0f' % (($p2 - $p1) / ($t2 - $t1))") |"
+done
+echo
+
+# Capacity of the down direction of path INDEX (0-based) over the emulator's
+# time window [FROM, TO) seconds: constant rate, or the trace's opportunities.
+capacity_mbit() {
+    local index=$1 from=$2 to=$3
+    status_json | TRACES="$TRACES" python3 -c "
+import json, os, sys
+p = json.load(sys.stdin)['paths'][$index]['down']['settings']
+if p['rate_bps']:
+    print('%.3f' % (p['rate_bps'] / 1e6)); sys.exit()
+ops = [int(l) for l in open(os.path.join(os.environ['TRACES'], p['trace'])) if l.strip()]
+period = ops[-1]
+def before(t_ms):
+    full, rem = divmod(t_ms, period)
+    return full * len(ops) + sum(1 for o in ops if o < rem)
+a, b = int(($from) * 1000), int(($to) * 1000)
+print('%.3f' % ((before(b) - before(a)) * 1500 * 8 / ((b - a) / 1000) / 1e6))"
+}
+
+mptcp_scenario() {
+    local title=$1
+    shift
+    up "$@"
+    # Specs name their trace relative to TRACES (a '/' in a SPEC separates
+    # directions), so `up` ran from there.
+    for ns in client server; do
+        lab exec --name "$LAB" "$ns" ip mptcp limits set subflow 8 add_addr_accepted 8
+    done
+    lab exec --name "$LAB" client ip mptcp endpoint add 198.18.2.2 dev p2 subflow
+    lab exec --name "$LAB" server mptcpize run iperf3 -s -D -p 5301
+    sleep 0.5
+    local u0 u1 g1 g2 gm c1 c2
+    # Download (server to client), as a user of a bonded link mostly does.
+    u0=$(uptime_s); g1=$(cx iperf3 -c "$SERVER" -B 198.18.1.2 -R -t "$DUR" -O 2 -J | goodput); u1=$(uptime_s)
+    c1=$(capacity_mbit 0 "$u0 + 2" "$u1")
+    u0=$(uptime_s); g2=$(cx iperf3 -c "$SERVER" -B 198.18.2.2 -R -t "$DUR" -O 2 -J | goodput); u1=$(uptime_s)
+    c2=$(capacity_mbit 1 "$u0 + 2" "$u1")
+    u0=$(uptime_s); gm=$(cx mptcpize run iperf3 -c "$SERVER" -p 5301 -R -t "$DUR" -O 2 -J | goodput); u1=$(uptime_s)
+    local m1 m2 sum
+    m1=$(capacity_mbit 0 "$u0 + 2" "$u1"); m2=$(capacity_mbit 1 "$u0 + 2" "$u1")
+    sum=$(calc "$m1 + $m2")
+    subflows=$(lab exec --name "$LAB" client ss -tniM 2>/dev/null | grep -c "$SERVER" || true)
+    echo "| $title | TCP on p1 | $g1 | $c1 | $(calc "'%.1f %%' % ($g1 / ($c1 + $c2) * 100)") |"
+    echo "| | TCP on p2 | $g2 | $c2 | $(calc "'%.1f %%' % ($g2 / ($c1 + $c2) * 100)") |"
+    echo "| | MPTCP p1+p2 | $gm | $(calc "'%.3f' % $sum") (sum) | **$(calc "'%.1f %%' % ($gm / $sum * 100)")** |"
+    say "MPTCP connections seen in ss after the run: $subflows"
+}
+
+echo "### Anchor: Linux kernel MPTCP vs single-path TCP (download, iperf3 -R, ${DUR} s after 2 s omitted)"
+echo
+echo "Utilization = goodput / sum of both paths' capacities (IP bits) over the same window."
+echo
+echo "| paths | flow | goodput (Mbit/s) | path capacity (Mbit/s) | utilization |"
+echo "|---|---|---|---|---|"
+cd "$TRACES"
+mptcp_scenario "8mbit,10ms + 2mbit,40ms" "8mbit,10ms" "2mbit,40ms"
+mptcp_scenario "10mbit,5ms + 10mbit,50ms" "10mbit,5ms" "10mbit,50ms"
+mptcp_scenario "10mbit,20ms + TMobile-LTE-short trace,30ms" "10mbit,20ms" \
+    "trace=TMobile-LTE-short.up/TMobile-LTE-short.down,30ms"
