@@ -1,1 +1,15 @@
-pub fn _x(){}
+//! braid's protocol core, as state machines without I/O.
+//!
+//! Determinism contract (after quinn-proto): nothing here reads a clock,
+//! spawns a thread, opens a socket or draws from a global random source.
+//! Time comes in as [`time::Instant`] arguments; bytes come in through
+//! `handle_*` methods and leave through `poll_*` methods; timers are exposed
+//! by `poll_timeout` and fired by `handle_timeout`. The same inputs always
+//! give the same outputs.
+
+pub mod cc;
+pub mod path;
+pub mod reseq;
+pub mod sched;
+pub mod time;
+pub mod wire;

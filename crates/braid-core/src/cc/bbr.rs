@@ -1,0 +1,250 @@
+//! Model-based congestion control in the spirit of BBR v1 (Cardwell et al.,
+//! "BBR: Congestion-Based Congestion Control", ACM Queue 2016): the path is
+//! modelled by its bottleneck bandwidth (windowed max of delivery-rate
+//! samples over 10 rounds) and its propagation RTT (windowed min over 10 s).
+//! The sender paces at `gain * bandwidth` and caps data in flight at
+//! `2 * bandwidth * min_rtt`.
+//!
+//! Why this is braid's default: random, non-congestive loss (radio links)
+//! does not change the delivery rate of the packets that do arrive, so this
+//! model keeps a 1 %-lossy path near its capacity, where loss-based AIMD
+//! (CCID2, CUBIC) halves its window on every loss and collapses. Congestion
+//! shows up instead as a delivery rate that stops growing while the RTT
+//! rises, which the bandwidth/RTT model reads directly.
+//!
+//! Left out on purpose: ProbeRTT (a datagram tunnel rarely holds a standing
+//! queue of its own, and draining to 4 packets every 10 s costs throughput),
+//! and BBR v2's loss-based inflight bound.
+
+use std::time::Duration;
+
+use super::windowed_max::WindowedMax;
+use super::{AckSample, Controller, MSS};
+use crate::time::Instant;
+
+/// 2/ln(2): the smallest gain that doubles the delivery rate each round.
+const STARTUP_GAIN: f64 = 2.885;
+const CYCLE_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+const BW_WINDOW_ROUNDS: u64 = 10;
+const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
+const INITIAL_CWND: u64 = 10 * MSS;
+const MIN_CWND: u64 = 4 * MSS;
+/// Before the first RTT sample, pace as if the RTT were this.
+const INITIAL_RTT_GUESS: Duration = Duration::from_millis(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Startup,
+    Drain,
+    ProbeBw,
+}
+
+#[derive(Debug, Clone)]
+pub struct Bbr {
+    mode: Mode,
+    max_bw: WindowedMax,
+    min_rtt: Option<Duration>,
+    min_rtt_stamp: Instant,
+    round: u64,
+    next_round_delivered: u64,
+    full_bw: f64,
+    full_bw_rounds: u32,
+    cycle_index: usize,
+    cycle_stamp: Instant,
+    cwnd: u64,
+    /// After a timeout the window collapses to probe the path until acks return.
+    in_timeout: bool,
+}
+
+impl Default for Bbr {
+    fn default() -> Self {
+        Bbr::new()
+    }
+}
+
+impl Bbr {
+    pub fn new() -> Bbr {
+        Bbr {
+            mode: Mode::Startup,
+            max_bw: WindowedMax::new(BW_WINDOW_ROUNDS),
+            min_rtt: None,
+            min_rtt_stamp: Instant::ZERO,
+            round: 0,
+            next_round_delivered: 0,
+            full_bw: 0.0,
+            full_bw_rounds: 0,
+            cycle_index: 0,
+            cycle_stamp: Instant::ZERO,
+            cwnd: INITIAL_CWND,
+            in_timeout: false,
+        }
+    }
+
+    fn pacing_gain(&self) -> f64 {
+        match self.mode {
+            Mode::Startup => STARTUP_GAIN,
+            Mode::Drain => 1.0 / STARTUP_GAIN,
+            Mode::ProbeBw => CYCLE_GAINS[self.cycle_index],
+        }
+    }
+
+    fn cwnd_gain(&self) -> f64 {
+        match self.mode {
+            Mode::Startup | Mode::Drain => STARTUP_GAIN,
+            Mode::ProbeBw => 2.0,
+        }
+    }
+
+    fn bdp_bytes(&self, gain: f64) -> Option<u64> {
+        let bw = self.max_bw.get()?;
+        let rtt = self.min_rtt?;
+        Some((gain * bw * rtt.as_secs_f64() / 8.0) as u64)
+    }
+
+    fn check_full_bw(&mut self) {
+        let Some(bw) = self.max_bw.get() else { return };
+        if bw >= self.full_bw * 1.25 {
+            self.full_bw = bw;
+            self.full_bw_rounds = 0;
+        } else {
+            self.full_bw_rounds += 1;
+        }
+    }
+
+    fn update_mode(&mut self, now: Instant, in_flight: u64) {
+        match self.mode {
+            Mode::Startup if self.full_bw_rounds >= 3 => self.mode = Mode::Drain,
+            Mode::Drain if self.bdp_bytes(1.0).is_some_and(|bdp| in_flight <= bdp) => {
+                self.mode = Mode::ProbeBw;
+                self.cycle_index = 2;
+                self.cycle_stamp = now;
+            }
+            Mode::ProbeBw => {
+                let phase = self.min_rtt.unwrap_or(INITIAL_RTT_GUESS);
+                if now - self.cycle_stamp >= phase {
+                    self.cycle_index = (self.cycle_index + 1) % CYCLE_GAINS.len();
+                    self.cycle_stamp = now;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Controller for Bbr {
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
+
+    fn on_ack(&mut self, now: Instant, ack: &AckSample) {
+        self.in_timeout = false;
+        let round_start = ack.prior_delivered >= self.next_round_delivered;
+        if round_start {
+            self.next_round_delivered = ack.delivered;
+            self.round += 1;
+        }
+        if let Some(rate) = ack.delivery_rate_bps {
+            // App-limited samples understate the path: use them only to raise.
+            if !ack.app_limited || self.max_bw.get().is_none_or(|m| rate > m) {
+                self.max_bw.update(self.round, rate);
+            } else {
+                self.max_bw.expire(self.round);
+            }
+        }
+        if let Some(rtt) = ack.rtt {
+            let expired = now - self.min_rtt_stamp > MIN_RTT_WINDOW;
+            if self.min_rtt.is_none_or(|m| rtt <= m) || expired {
+                self.min_rtt = Some(rtt);
+                self.min_rtt_stamp = now;
+            }
+        }
+        if round_start && self.mode == Mode::Startup {
+            self.check_full_bw();
+        }
+        self.update_mode(now, ack.bytes_in_flight);
+        match self.bdp_bytes(self.cwnd_gain()) {
+            Some(target) => {
+                let target = target + 3 * MSS;
+                self.cwnd = if self.mode == Mode::Startup {
+                    self.cwnd + ack.bytes
+                } else {
+                    (self.cwnd + ack.bytes).min(target)
+                }
+                .max(MIN_CWND);
+            }
+            None => self.cwnd += ack.bytes,
+        }
+    }
+
+    fn on_loss(&mut self, _now: Instant, _sent: Instant, _bytes: u64, _in_flight: u64) {
+        // Loss alone is not read as congestion; see the module comment.
+    }
+
+    fn on_timeout(&mut self, _now: Instant) {
+        self.in_timeout = true;
+    }
+
+    fn cwnd_bytes(&self) -> u64 {
+        if self.in_timeout {
+            MIN_CWND
+        } else {
+            self.cwnd
+        }
+    }
+
+    fn pacing_rate_bps(&self) -> Option<f64> {
+        let gain = self.pacing_gain();
+        Some(match self.max_bw.get() {
+            Some(bw) => gain * bw,
+            None => {
+                let rtt = self.min_rtt.unwrap_or(INITIAL_RTT_GUESS).as_secs_f64();
+                STARTUP_GAIN * INITIAL_CWND as f64 * 8.0 / rtt.max(1e-4)
+            }
+        })
+    }
+
+    fn bandwidth_bps(&self, _srtt: Option<Duration>) -> Option<f64> {
+        self.max_bw.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Drives the controller with a perfect 10 Mbit/s, 20 ms path.
+    #[test]
+    fn learns_bandwidth_and_leaves_startup() {
+        let mut c = Bbr::new();
+        let mut delivered = 0u64;
+        let mut now = Instant::from_nanos(0);
+        for _ in 0..2_000 {
+            now += Duration::from_micros(1_200); // one MSS at 10 Mbit/s
+            let prior = delivered.saturating_sub(20 * MSS);
+            delivered += MSS;
+            c.on_ack(
+                now,
+                &AckSample {
+                    bytes: MSS,
+                    rtt: Some(Duration::from_millis(20)),
+                    delivery_rate_bps: Some(10e6),
+                    app_limited: false,
+                    prior_delivered: prior,
+                    delivered,
+                    bytes_in_flight: 10 * MSS,
+                },
+            );
+        }
+        assert_eq!(c.mode, Mode::ProbeBw);
+        assert_eq!(c.bandwidth_bps(None), Some(10e6));
+        // cwnd = 2 * BDP (25 kB) + 3 MSS
+        assert_eq!(c.cwnd_bytes(), 50_000 + 3 * MSS);
+        // Random loss does not shrink the model.
+        c.on_loss(now, now, MSS, 0);
+        assert_eq!(c.cwnd_bytes(), 50_000 + 3 * MSS);
+        c.on_timeout(now);
+        assert_eq!(c.cwnd_bytes(), MIN_CWND);
+    }
+}

@@ -1,0 +1,128 @@
+//! CCID2 (RFC 4341): TCP-like AIMD on acknowledged packets, without
+//! retransmission. The papers' baseline (multilink-udp-proxy uses it per
+//! link). Window in bytes, counted in MSS-sized segments.
+
+use std::time::Duration;
+
+use super::{AckSample, Controller, MSS};
+use crate::time::Instant;
+
+#[derive(Debug, Clone)]
+pub struct Ccid2 {
+    cwnd: u64,
+    ssthresh: u64,
+    /// Bytes acked since the last congestion-avoidance increase.
+    acked_in_ca: u64,
+    /// Losses of packets sent before this instant belong to a window that
+    /// was already halved (RFC 4341 §5: once per window of data).
+    recovery_start: Option<Instant>,
+}
+
+impl Default for Ccid2 {
+    fn default() -> Self {
+        Ccid2::new()
+    }
+}
+
+impl Ccid2 {
+    const INITIAL_WINDOW: u64 = 3 * MSS;
+    const MIN_WINDOW: u64 = MSS;
+
+    pub fn new() -> Ccid2 {
+        Ccid2 {
+            cwnd: Self::INITIAL_WINDOW,
+            ssthresh: u64::MAX,
+            acked_in_ca: 0,
+            recovery_start: None,
+        }
+    }
+}
+
+impl Controller for Ccid2 {
+    fn name(&self) -> &'static str {
+        "ccid2"
+    }
+
+    fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
+
+    fn on_ack(&mut self, _now: Instant, ack: &AckSample) {
+        if self.cwnd < self.ssthresh {
+            self.cwnd += ack.bytes;
+        } else {
+            self.acked_in_ca += ack.bytes;
+            if self.acked_in_ca >= self.cwnd {
+                self.acked_in_ca -= self.cwnd;
+                self.cwnd += MSS;
+            }
+        }
+    }
+
+    fn on_loss(&mut self, now: Instant, sent: Instant, _bytes: u64, _in_flight: u64) {
+        if self.recovery_start.is_some_and(|r| sent <= r) {
+            return;
+        }
+        self.recovery_start = Some(now);
+        self.ssthresh = (self.cwnd / 2).max(2 * MSS);
+        self.cwnd = self.ssthresh;
+        self.acked_in_ca = 0;
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        self.ssthresh = (self.cwnd / 2).max(2 * MSS);
+        self.cwnd = Self::MIN_WINDOW;
+        self.recovery_start = Some(now);
+    }
+
+    fn cwnd_bytes(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn pacing_rate_bps(&self) -> Option<f64> {
+        None
+    }
+
+    fn bandwidth_bps(&self, srtt: Option<Duration>) -> Option<f64> {
+        let s = srtt?.as_secs_f64();
+        (s > 0.0).then(|| self.cwnd as f64 * 8.0 / s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(bytes: u64) -> AckSample {
+        AckSample {
+            bytes,
+            rtt: None,
+            delivery_rate_bps: None,
+            app_limited: false,
+            prior_delivered: 0,
+            delivered: 0,
+            bytes_in_flight: 0,
+        }
+    }
+
+    #[test]
+    fn slow_start_then_halves_once_per_window() {
+        let mut c = Ccid2::new();
+        let t0 = Instant::from_nanos(1_000);
+        for _ in 0..7 {
+            c.on_ack(t0, &ack(MSS));
+        }
+        assert_eq!(c.cwnd_bytes(), 10 * MSS);
+        let t1 = Instant::from_nanos(2_000);
+        c.on_loss(t1, t0, MSS, 0);
+        assert_eq!(c.cwnd_bytes(), 5 * MSS);
+        // A second loss from the same window does not halve again.
+        c.on_loss(t1, t0, MSS, 0);
+        assert_eq!(c.cwnd_bytes(), 5 * MSS);
+        // Congestion avoidance: one MSS per window of acks.
+        for _ in 0..5 {
+            c.on_ack(t1, &ack(MSS));
+        }
+        assert_eq!(c.cwnd_bytes(), 6 * MSS);
+        c.on_timeout(t1);
+        assert_eq!(c.cwnd_bytes(), MSS);
+    }
+}

@@ -1,0 +1,76 @@
+//! One-dimensional Kalman filter over delivery-rate samples (paper batcp,
+//! §3.5: noisy per-ack throughput measurements smoothed into an estimate).
+//! The state is a rate assumed constant between samples (random walk with
+//! process noise `q`); measurements carry noise `r`. Both are relative to the
+//! squared estimate, so the filter behaves the same at 500 kbit/s and 1 Gbit/s.
+
+#[derive(Debug, Clone)]
+pub struct KalmanRate {
+    estimate_bps: f64,
+    /// Estimate variance, relative (dimensionless).
+    p: f64,
+    q: f64,
+    r: f64,
+    initialised: bool,
+}
+
+impl Default for KalmanRate {
+    fn default() -> Self {
+        // q/r chosen so the gain settles near 0.1: a step change is mostly
+        // followed within ~20 samples, single spikes move it little.
+        KalmanRate::new(0.001, 0.1)
+    }
+}
+
+impl KalmanRate {
+    pub fn new(q: f64, r: f64) -> KalmanRate {
+        KalmanRate {
+            estimate_bps: 0.0,
+            p: 1.0,
+            q,
+            r,
+            initialised: false,
+        }
+    }
+
+    pub fn on_sample(&mut self, sample_bps: f64) {
+        if !sample_bps.is_finite() || sample_bps <= 0.0 {
+            return;
+        }
+        if !self.initialised {
+            self.estimate_bps = sample_bps;
+            self.initialised = true;
+            return;
+        }
+        let p_pred = self.p + self.q;
+        let gain = p_pred / (p_pred + self.r);
+        self.estimate_bps += gain * (sample_bps - self.estimate_bps);
+        self.p = (1.0 - gain) * p_pred;
+    }
+
+    pub fn estimate_bps(&self) -> Option<f64> {
+        self.initialised.then_some(self.estimate_bps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converges_and_smooths_noise() {
+        let mut k = KalmanRate::default();
+        for i in 0..400 {
+            // 10 Mbit/s with +-40 % alternating noise.
+            let noise = if i % 2 == 0 { 1.4 } else { 0.6 };
+            k.on_sample(10e6 * noise);
+        }
+        let e = k.estimate_bps().unwrap();
+        assert!((e - 10e6).abs() < 1.5e6, "{e}");
+        for _ in 0..100 {
+            k.on_sample(5e6);
+        }
+        let e = k.estimate_bps().unwrap();
+        assert!((e - 5e6).abs() < 0.5e6, "{e}");
+    }
+}

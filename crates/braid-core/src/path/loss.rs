@@ -1,0 +1,58 @@
+//! Per-path loss rate from packets the sender declared lost or acked,
+//! as an exponentially weighted average and as exact totals.
+
+#[derive(Debug, Clone, Default)]
+pub struct LossEstimator {
+    acked: u64,
+    lost: u64,
+    ewma: f64,
+}
+
+impl LossEstimator {
+    /// Weight of one packet in the moving average: ~1000 packets of memory.
+    const GAIN: f64 = 1.0 / 1024.0;
+
+    pub fn on_acked(&mut self) {
+        self.acked += 1;
+        self.ewma -= Self::GAIN * self.ewma;
+    }
+
+    pub fn on_lost(&mut self) {
+        self.lost += 1;
+        self.ewma += Self::GAIN * (1.0 - self.ewma);
+    }
+
+    /// Recent loss rate (moving average).
+    pub fn recent(&self) -> f64 {
+        self.ewma
+    }
+
+    /// Loss rate over the path's lifetime.
+    pub fn total(&self) -> f64 {
+        let n = self.acked + self.lost;
+        if n == 0 {
+            0.0
+        } else {
+            self.lost as f64 / n as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_rate() {
+        let mut l = LossEstimator::default();
+        for i in 0..20_000 {
+            if i % 50 == 0 {
+                l.on_lost()
+            } else {
+                l.on_acked()
+            }
+        }
+        assert!((l.total() - 0.02).abs() < 1e-9);
+        assert!((l.recent() - 0.02).abs() < 0.01, "{}", l.recent());
+    }
+}

@@ -1,0 +1,372 @@
+//! The sender's view of one path: sequence numbers, packets in flight, loss
+//! detection from acknowledgements, delivery-rate sampling, pacing, and the
+//! estimators schedulers read.
+
+mod kalman;
+mod loss;
+mod owd;
+mod rtt;
+
+pub use kalman::KalmanRate;
+pub use loss::LossEstimator;
+pub use owd::OwdEstimator;
+pub use rtt::RttEstimator;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::cc::{AckSample, Controller};
+use crate::time::Instant;
+use crate::wire::AckFrame;
+
+/// A packet is lost once this many later packets of its path are acked
+/// (paths do not reorder internally, the threshold absorbs what little they do).
+const PACKET_THRESHOLD: u64 = 3;
+/// Shortest path timeout: below this, a delayed ack would look like a dead path.
+const MIN_PATH_TIMEOUT: Duration = Duration::from_millis(50);
+const MAX_PATH_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone)]
+struct SentPacket {
+    pseq: u64,
+    bytes: u64,
+    sent: Instant,
+    /// Path's delivered bytes / time / first-sent time when this was sent:
+    /// the start of its delivery-rate sample.
+    delivered: u64,
+    delivered_time: Instant,
+    first_sent_time: Instant,
+    app_limited: bool,
+    resolved: bool,
+}
+
+/// Per-path counters, as exact totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathCounters {
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    pub acked_packets: u64,
+    pub lost_packets: u64,
+    pub timeouts: u64,
+}
+
+#[derive(Debug)]
+pub struct PathSender {
+    pub id: u8,
+    pub cost: f64,
+    cc: Box<dyn Controller>,
+    pub rtt: RttEstimator,
+    pub owd: OwdEstimator,
+    pub kalman: KalmanRate,
+    pub loss: LossEstimator,
+    next_pseq: u64,
+    prev_gseq: Option<u64>,
+    in_flight: VecDeque<SentPacket>,
+    bytes_in_flight: u64,
+    delivered: u64,
+    delivered_time: Instant,
+    first_sent_time: Instant,
+    next_send_time: Instant,
+    /// Last time this path showed life (an ack), for its timeout.
+    last_progress: Instant,
+    timeout_backoff: u32,
+    pub counters: PathCounters,
+}
+
+/// What [`PathSender::on_sent`] gives the packet's header.
+#[derive(Debug, Clone, Copy)]
+pub struct PathStamp {
+    pub pseq: u32,
+    pub prev_gap: u32,
+}
+
+impl PathSender {
+    pub fn new(id: u8, cost: f64, cc: Box<dyn Controller>) -> PathSender {
+        PathSender {
+            id,
+            cost,
+            cc,
+            rtt: RttEstimator::default(),
+            owd: OwdEstimator::default(),
+            kalman: KalmanRate::default(),
+            loss: LossEstimator::default(),
+            next_pseq: 0,
+            prev_gseq: None,
+            in_flight: VecDeque::new(),
+            bytes_in_flight: 0,
+            delivered: 0,
+            delivered_time: Instant::ZERO,
+            first_sent_time: Instant::ZERO,
+            next_send_time: Instant::ZERO,
+            last_progress: Instant::ZERO,
+            timeout_backoff: 0,
+            counters: PathCounters::default(),
+        }
+    }
+
+    pub fn cc(&self) -> &dyn Controller {
+        &*self.cc
+    }
+
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.bytes_in_flight
+    }
+
+    /// Whether the congestion window has room for `bytes` more.
+    pub fn cwnd_open(&self, bytes: u64) -> bool {
+        self.bytes_in_flight + bytes <= self.cc.cwnd_bytes().max(bytes)
+    }
+
+    /// When pacing next allows a packet.
+    pub fn pacing_ready_at(&self) -> Instant {
+        self.next_send_time
+    }
+
+    pub fn can_send(&self, now: Instant, bytes: u64) -> bool {
+        self.cwnd_open(bytes) && self.next_send_time <= now
+    }
+
+    /// Records a packet leaving on this path; returns its header fields.
+    pub fn on_sent(&mut self, now: Instant, gseq: u64, bytes: u64, app_limited: bool) -> PathStamp {
+        if self.bytes_in_flight == 0 {
+            // Idle restart: the rate sample must not span the idle period.
+            self.first_sent_time = now;
+            self.delivered_time = now;
+            self.last_progress = now;
+        }
+        let pseq = self.next_pseq;
+        self.next_pseq += 1;
+        self.in_flight.push_back(SentPacket {
+            pseq,
+            bytes,
+            sent: now,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_sent_time: self.first_sent_time,
+            app_limited,
+            resolved: false,
+        });
+        self.bytes_in_flight += bytes;
+        self.counters.sent_packets += 1;
+        self.counters.sent_bytes += bytes;
+        self.cc.on_sent(now, bytes, self.bytes_in_flight);
+        if let Some(rate) = self.cc.pacing_rate_bps().filter(|r| *r > 0.0) {
+            let gap = Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
+            self.next_send_time = self.next_send_time.max(now) + gap;
+        }
+        let prev_gap = self
+            .prev_gseq
+            .map_or(0, |p| u32::try_from(gseq - p).unwrap_or(u32::MAX));
+        self.prev_gseq = Some(gseq);
+        PathStamp {
+            pseq: pseq as u32,
+            prev_gap,
+        }
+    }
+
+    /// Widens a 32-bit per-path sequence number to the value nearest `expected`.
+    pub fn widen_pseq(truncated: u32, expected: u64) -> u64 {
+        let window = 1u64 << 32;
+        let candidate = (expected & !(window - 1)) | u64::from(truncated);
+        if candidate + window / 2 <= expected {
+            candidate + window
+        } else if candidate > expected + window / 2 && candidate >= window {
+            candidate - window
+        } else {
+            candidate
+        }
+    }
+
+    /// Processes an acknowledgement for this path. `owd_anchor` is shared
+    /// by all paths so their one-way delays compare; the first sample of the
+    /// session sets it.
+    pub fn on_ack(&mut self, now: Instant, ack: &AckFrame, owd_anchor: &mut Option<u32>) {
+        let largest = Self::widen_pseq(ack.largest_pseq, self.next_pseq);
+        if largest >= self.next_pseq {
+            return; // acks a packet never sent: ignore it
+        }
+        let Some(front) = self.in_flight.front().map(|p| p.pseq) else {
+            return;
+        };
+        if largest < front {
+            return; // everything it covers is already resolved
+        }
+        let mut acked_bytes = 0u64;
+        let mut acked_packets = 0u64;
+        let mut newest: Option<SentPacket> = None;
+        let mut lost: Vec<(Instant, u64)> = Vec::new();
+        let end = (largest - front) as usize;
+        for idx in 0..=end {
+            let p = &mut self.in_flight[idx];
+            if p.resolved {
+                continue;
+            }
+            let below = largest - p.pseq;
+            let is_acked = below == 0 || (below <= 64 && ack.bitmap & (1u64 << (below - 1)) != 0);
+            if is_acked {
+                p.resolved = true;
+                acked_bytes += p.bytes;
+                acked_packets += 1;
+                self.delivered += p.bytes;
+                self.delivered_time = now;
+                newest = Some(p.clone());
+            } else if below >= PACKET_THRESHOLD {
+                p.resolved = true;
+                lost.push((p.sent, p.bytes));
+            }
+        }
+        for (sent, bytes) in lost {
+            self.bytes_in_flight -= bytes;
+            self.counters.lost_packets += 1;
+            self.loss.on_lost();
+            self.cc.on_loss(now, sent, bytes, self.bytes_in_flight);
+        }
+        let Some(p) = newest else {
+            self.pop_resolved();
+            return;
+        };
+        self.bytes_in_flight -= acked_bytes;
+        self.counters.acked_packets += acked_packets;
+        for _ in 0..acked_packets {
+            self.loss.on_acked();
+        }
+        self.last_progress = now;
+        self.timeout_backoff = 0;
+        self.first_sent_time = p.sent;
+        // Only the largest carries timestamps; an ack that only fills holes
+        // below it measures nothing.
+        let rtt = (p.pseq == largest).then(|| {
+            (now - p.sent).saturating_sub(Duration::from_micros(u64::from(ack.ack_delay_us)))
+        });
+        if let Some(rtt) = rtt {
+            self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
+            let raw = ack.recv_ts_us.wrapping_sub(p.sent.wire_micros());
+            self.owd.on_sample(*owd_anchor.get_or_insert(raw), raw);
+        }
+        let interval = (now - p.delivered_time).max(p.sent - p.first_sent_time);
+        let rate = (!interval.is_zero())
+            .then(|| (self.delivered - p.delivered) as f64 * 8.0 / interval.as_secs_f64());
+        if let Some(r) = rate.filter(|_| !p.app_limited) {
+            self.kalman.on_sample(r);
+        }
+        self.cc.on_ack(
+            now,
+            &AckSample {
+                bytes: acked_bytes,
+                rtt,
+                delivery_rate_bps: rate,
+                app_limited: p.app_limited,
+                prior_delivered: p.delivered,
+                delivered: self.delivered,
+                bytes_in_flight: self.bytes_in_flight,
+            },
+        );
+        self.pop_resolved();
+    }
+
+    fn pop_resolved(&mut self) {
+        while self.in_flight.front().is_some_and(|p| p.resolved) {
+            self.in_flight.pop_front();
+        }
+    }
+
+    /// When this path's timeout fires, if packets are in flight.
+    pub fn timeout_at(&self) -> Option<Instant> {
+        if self.bytes_in_flight == 0 {
+            return None;
+        }
+        let oldest = self.in_flight.iter().find(|p| !p.resolved)?.sent;
+        let base = self.rtt.timeout(MIN_PATH_TIMEOUT).min(MAX_PATH_TIMEOUT);
+        let backed_off = base * 2u32.saturating_pow(self.timeout_backoff.min(5));
+        Some(oldest.max(self.last_progress) + backed_off.min(MAX_PATH_TIMEOUT * 4))
+    }
+
+    /// Declares everything in flight lost: the path is silent.
+    pub fn on_timeout(&mut self, now: Instant) {
+        let lost: Vec<(Instant, u64)> = self
+            .in_flight
+            .iter()
+            .filter(|p| !p.resolved)
+            .map(|p| (p.sent, p.bytes))
+            .collect();
+        self.in_flight.clear();
+        for (sent, bytes) in lost {
+            self.bytes_in_flight -= bytes;
+            self.counters.lost_packets += 1;
+            self.loss.on_lost();
+            self.cc.on_loss(now, sent, bytes, self.bytes_in_flight);
+        }
+        self.counters.timeouts += 1;
+        self.timeout_backoff += 1;
+        self.last_progress = now;
+        self.cc.on_timeout(now);
+    }
+
+    /// A path is suspect while it has timed out and not been heard from since.
+    pub fn is_suspect(&self) -> bool {
+        self.timeout_backoff > 0
+    }
+
+    /// Bandwidth estimate for schedulers: the controller's, else the Kalman filter's.
+    pub fn bandwidth_bps(&self) -> Option<f64> {
+        self.cc
+            .bandwidth_bps(self.rtt.srtt())
+            .or_else(|| self.kalman.estimate_bps())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::Ccid2;
+
+    fn ack(largest: u32, bitmap: u64) -> AckFrame {
+        AckFrame {
+            path: 0,
+            largest_pseq: largest,
+            ack_delay_us: 0,
+            recv_ts_us: 0,
+            bitmap,
+        }
+    }
+
+    #[test]
+    fn widen_handles_wrap() {
+        assert_eq!(PathSender::widen_pseq(5, 10), 5);
+        assert_eq!(PathSender::widen_pseq(2, (1 << 32) + 1), (1 << 32) + 2);
+        assert_eq!(PathSender::widen_pseq(u32::MAX, (1 << 32) + 3), u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn acks_measure_rtt_and_detect_loss() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let t0 = Instant::from_nanos(1_000_000);
+        for g in 0..5 {
+            p.on_sent(t0, g, 1000, false);
+        }
+        assert_eq!(p.bytes_in_flight(), 5000);
+        // Packet 1 missing: 4 acked, bitmap says 3, 2 and 0 arrived.
+        let now = t0 + Duration::from_millis(30);
+        p.on_ack(now, &ack(4, 0b1011), &mut None);
+        assert_eq!(p.counters.lost_packets, 1);
+        assert_eq!(p.bytes_in_flight(), 0);
+        assert_eq!(p.rtt.srtt(), Some(Duration::from_millis(30)));
+        // A duplicate ack changes nothing.
+        p.on_ack(now, &ack(4, 0b1011), &mut None);
+        assert_eq!(p.counters.acked_packets, 4);
+        assert_eq!(p.counters.lost_packets, 1);
+    }
+
+    #[test]
+    fn silence_times_out() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let t0 = Instant::from_nanos(1);
+        p.on_sent(t0, 0, 1000, false);
+        let at = p.timeout_at().unwrap();
+        assert!(at > t0);
+        p.on_timeout(at);
+        assert_eq!(p.bytes_in_flight(), 0);
+        assert!(p.is_suspect());
+        assert_eq!(p.timeout_at(), None);
+    }
+}

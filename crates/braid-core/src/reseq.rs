@@ -1,0 +1,319 @@
+//! Resequencer, after paper multilink-udp-proxy §III-C.
+//!
+//! Packets carry a global sequence number (order across paths) and a
+//! per-path one. Paths do not reorder internally, so a gap in a path's own
+//! sequence is loss: the caller reports the global number it can pin down
+//! (the packet before the current one on that path, from the header's
+//! `prev_gap`) and the resequencer skips it at once. Any other hole waits for
+//! a timeout computed like TCP's RTO but from one-way delays; the first and
+//! second consecutive expiry each release one packet (skipping the holes
+//! before it), the third releases everything held. The buffer is bounded in
+//! bytes and in holding time. Pass-through mode delivers at once and only
+//! drops duplicates, for traffic that does not need order.
+//!
+//! A packet arriving after its number was skipped is delivered at once,
+//! marked out of order: the network delivered it and the application (an
+//! inner TCP, say) is better served by late data than by none. It is never
+//! delivered twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use crate::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReseqMode {
+    Ordered,
+    PassThrough,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ReseqConfig {
+    pub mode: ReseqMode,
+    /// Most payload bytes held.
+    pub max_bytes: usize,
+    /// Longest a packet is held.
+    pub max_hold: Duration,
+}
+
+impl Default for ReseqConfig {
+    fn default() -> Self {
+        ReseqConfig {
+            mode: ReseqMode::Ordered,
+            max_bytes: 4 << 20,
+            max_hold: Duration::from_millis(500),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub gseq: u64,
+    pub payload: Vec<u8>,
+    /// False for a packet released after a later one (it arrived after its
+    /// number had been skipped, or pass-through mode delivered it early).
+    pub in_order: bool,
+    /// Time the resequencer held it.
+    pub held: Duration,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReseqCounters {
+    pub delivered: u64,
+    pub delivered_late: u64,
+    pub duplicates: u64,
+    /// Global numbers skipped: known lost, or given up on at a timeout or bound.
+    pub skipped: u64,
+    pub timeouts: u64,
+}
+
+#[derive(Debug)]
+struct Held {
+    payload: Vec<u8>,
+    arrived: Instant,
+}
+
+/// How far below `next` the resequencer remembers what it skipped, to tell a
+/// late packet from a duplicate.
+const SKIP_MEMORY: u64 = 1 << 16;
+
+#[derive(Debug)]
+pub struct Resequencer {
+    config: ReseqConfig,
+    /// Next global number to deliver in order.
+    next: u64,
+    held: BTreeMap<u64, Held>,
+    held_bytes: usize,
+    /// Numbers above `next` known lost (per-path gap).
+    known_lost: BTreeSet<u64>,
+    /// Numbers below `next` skipped without delivery.
+    skipped: BTreeSet<u64>,
+    /// Pass-through: numbers at or above `next` already delivered.
+    seen_ahead: BTreeSet<u64>,
+    timer: Option<Instant>,
+    expiries: u32,
+    timeout: Duration,
+    out: std::collections::VecDeque<Delivery>,
+    pub counters: ReseqCounters,
+}
+
+impl Resequencer {
+    pub fn new(config: ReseqConfig) -> Resequencer {
+        Resequencer {
+            config,
+            next: 0,
+            held: BTreeMap::new(),
+            held_bytes: 0,
+            known_lost: BTreeSet::new(),
+            skipped: BTreeSet::new(),
+            seen_ahead: BTreeSet::new(),
+            timer: None,
+            expiries: 0,
+            timeout: Duration::from_millis(50),
+            out: std::collections::VecDeque::new(),
+            counters: ReseqCounters::default(),
+        }
+    }
+
+    /// Sets the hole timeout (the caller derives it from one-way delays).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout.min(self.config.max_hold);
+    }
+
+    pub fn held_bytes(&self) -> usize {
+        self.held_bytes
+    }
+
+    pub fn held_packets(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Accepts a packet. `known_lost` is a global number the caller knows was
+    /// lost (from a per-path sequence gap).
+    pub fn push(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, known_lost: Option<u64>) {
+        if let Some(l) = known_lost.filter(|&l| l >= self.next && l != gseq) {
+            if !self.held.contains_key(&l) {
+                self.known_lost.insert(l);
+            }
+        }
+        match self.config.mode {
+            ReseqMode::PassThrough => self.push_pass_through(gseq, payload),
+            ReseqMode::Ordered => self.push_ordered(now, gseq, payload),
+        }
+    }
+
+    fn push_pass_through(&mut self, gseq: u64, payload: Vec<u8>) {
+        if gseq < self.next {
+            if self.skipped.remove(&gseq) {
+                self.emit(gseq, payload, false, Duration::ZERO);
+            } else {
+                self.counters.duplicates += 1;
+            }
+            return;
+        }
+        if !self.seen_ahead.insert(gseq) {
+            self.counters.duplicates += 1;
+            return;
+        }
+        let in_order = gseq == self.next;
+        self.emit(gseq, payload, in_order, Duration::ZERO);
+        self.advance_pass_through();
+        // Holes that never fill must not grow memory without bound.
+        while let Some(&first) = self.seen_ahead.first() {
+            if self.seen_ahead.len() as u64 <= SKIP_MEMORY {
+                break;
+            }
+            self.skip_to(first);
+            self.advance_pass_through();
+        }
+    }
+
+    /// Moves `next` past numbers delivered or known lost.
+    fn advance_pass_through(&mut self) {
+        while self.seen_ahead.contains(&self.next) || self.known_lost.contains(&self.next) {
+            self.skip_to(self.next + 1);
+        }
+    }
+
+    fn push_ordered(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
+        if gseq < self.next {
+            if self.skipped.remove(&gseq) {
+                self.emit(gseq, payload, false, Duration::ZERO);
+            } else {
+                self.counters.duplicates += 1;
+            }
+            return;
+        }
+        if self.held.contains_key(&gseq) {
+            self.counters.duplicates += 1;
+            return;
+        }
+        self.known_lost.remove(&gseq);
+        self.held_bytes += payload.len();
+        self.held.insert(gseq, Held { payload, arrived: now });
+        self.release_in_order(now);
+        self.enforce_bounds(now);
+        self.update_timer(now);
+    }
+
+    /// Delivers everything that is now in order, skipping known losses.
+    fn release_in_order(&mut self, now: Instant) {
+        loop {
+            if let Some(h) = self.held.remove(&self.next) {
+                self.held_bytes -= h.payload.len();
+                let gseq = self.next;
+                self.next += 1;
+                self.expiries = 0;
+                self.emit(gseq, h.payload, true, now - h.arrived);
+            } else if self.known_lost.remove(&self.next) {
+                self.skip_to(self.next + 1);
+                self.expiries = 0;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Skips every number below `to` that was not delivered. Callers never
+    /// pass a `to` beyond the first held packet.
+    fn skip_to(&mut self, to: u64) {
+        while self.next < to {
+            if !self.seen_ahead.remove(&self.next) {
+                self.skipped.insert(self.next);
+                self.counters.skipped += 1;
+            }
+            self.known_lost.remove(&self.next);
+            self.next += 1;
+        }
+        let floor = self.next.saturating_sub(SKIP_MEMORY);
+        while self.skipped.first().is_some_and(|&s| s < floor) {
+            self.skipped.pop_first();
+        }
+    }
+
+    /// Releases the first held packet and what follows it in order.
+    fn release_first(&mut self, now: Instant) {
+        if let Some((&first, _)) = self.held.first_key_value() {
+            self.skip_to(first);
+            self.release_in_order(now);
+        }
+    }
+
+    fn enforce_bounds(&mut self, now: Instant) {
+        while self.held_bytes > self.config.max_bytes {
+            self.release_first(now);
+        }
+        while self
+            .held
+            .first_key_value()
+            .is_some_and(|(_, h)| now - h.arrived >= self.config.max_hold)
+        {
+            self.release_first(now);
+        }
+    }
+
+    fn update_timer(&mut self, now: Instant) {
+        if self.held.is_empty() {
+            self.timer = None;
+            self.expiries = 0;
+        } else if self.timer.is_none() {
+            self.timer = Some(now + self.timeout);
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let hold_deadline = self
+            .held
+            .first_key_value()
+            .map(|(_, h)| h.arrived + self.config.max_hold);
+        match (self.timer, hold_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.timer.is_some_and(|t| t <= now) {
+            self.timer = None;
+            self.expiries += 1;
+            self.counters.timeouts += 1;
+            if self.expiries >= 3 {
+                while !self.held.is_empty() {
+                    self.release_first(now);
+                }
+                self.expiries = 0;
+            } else {
+                let before = self.expiries;
+                self.release_first(now);
+                // release_in_order resets the count when the head fills; a
+                // forced release must keep counting toward the third expiry.
+                self.expiries = before;
+            }
+            if !self.held.is_empty() {
+                self.timer = Some(now + self.timeout);
+            }
+        }
+        self.enforce_bounds(now);
+        self.update_timer(now);
+    }
+
+    fn emit(&mut self, gseq: u64, payload: Vec<u8>, in_order: bool, held: Duration) {
+        self.counters.delivered += 1;
+        if !in_order {
+            self.counters.delivered_late += 1;
+        }
+        self.out.push_back(Delivery {
+            gseq,
+            payload,
+            in_order,
+            held,
+        });
+    }
+
+    pub fn poll_deliver(&mut self) -> Option<Delivery> {
+        self.out.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,216 @@
+use super::*;
+use proptest::prelude::*;
+use std::collections::HashSet;
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn at(n_ms: u64) -> Instant {
+    Instant::from_nanos(n_ms * 1_000_000)
+}
+
+fn drain(r: &mut Resequencer) -> Vec<Delivery> {
+    std::iter::from_fn(|| r.poll_deliver()).collect()
+}
+
+fn gseqs(d: &[Delivery]) -> Vec<u64> {
+    d.iter().map(|d| d.gseq).collect()
+}
+
+#[test]
+fn in_order_passes_straight_through() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    for g in 0..3 {
+        r.push(at(g), g, vec![g as u8], None);
+    }
+    let d = drain(&mut r);
+    assert_eq!(gseqs(&d), vec![0, 1, 2]);
+    assert!(d.iter().all(|d| d.in_order && d.held.is_zero()));
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn holds_until_hole_fills() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 1, vec![1], None);
+    r.push(at(0), 2, vec![2], None);
+    assert!(drain(&mut r).is_empty());
+    r.push(at(7), 0, vec![0], None);
+    let d = drain(&mut r);
+    assert_eq!(gseqs(&d), vec![0, 1, 2]);
+    assert_eq!(d[1].held, ms(7));
+}
+
+#[test]
+fn known_loss_releases_at_once() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![0], None);
+    r.push(at(1), 2, vec![2], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
+    // Packet 3 arrives on the path that carried 1, with a gap: 1 was lost.
+    r.push(at(2), 3, vec![3], Some(1));
+    assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
+    assert_eq!(r.counters.skipped, 1);
+}
+
+#[test]
+fn timeout_releases_one_then_one_then_all() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    // Holes at 0, 2, 4, 6; held 1, 3, 5, 7.
+    for g in [1, 3, 5, 7] {
+        r.push(at(0), g, vec![], None);
+    }
+    assert_eq!(r.poll_timeout(), Some(at(10)));
+    r.handle_timeout(at(10));
+    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
+    assert_eq!(r.poll_timeout(), Some(at(20)));
+    r.handle_timeout(at(20));
+    assert_eq!(gseqs(&drain(&mut r)), vec![3]);
+    r.handle_timeout(at(30));
+    assert_eq!(gseqs(&drain(&mut r)), vec![5, 7]);
+    assert_eq!(r.poll_timeout(), None);
+    // The skipped 2 arrives late: delivered once, out of order; again: duplicate.
+    r.push(at(31), 2, vec![], None);
+    r.push(at(31), 2, vec![], None);
+    let d = drain(&mut r);
+    assert_eq!(gseqs(&d), vec![2]);
+    assert!(!d[0].in_order);
+    assert_eq!(r.counters.duplicates, 1);
+}
+
+#[test]
+fn byte_bound_forces_release() {
+    let mut r = Resequencer::new(ReseqConfig {
+        max_bytes: 250,
+        ..ReseqConfig::default()
+    });
+    r.push(at(0), 1, vec![0; 100], None);
+    r.push(at(0), 2, vec![0; 100], None);
+    assert!(drain(&mut r).is_empty());
+    r.push(at(0), 4, vec![0; 100], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![1, 2]);
+    assert!(r.held_bytes() <= 250);
+}
+
+#[test]
+fn pass_through_delivers_at_once_without_duplicates() {
+    let mut r = Resequencer::new(ReseqConfig {
+        mode: ReseqMode::PassThrough,
+        ..ReseqConfig::default()
+    });
+    for g in [2, 0, 2, 1, 0] {
+        r.push(at(0), g, vec![], None);
+    }
+    assert_eq!(gseqs(&drain(&mut r)), vec![2, 0, 1]);
+    assert_eq!(r.counters.duplicates, 2);
+}
+
+/// One packet of a generated scenario: global number, path, arrival time
+/// (ms), or lost.
+#[derive(Debug, Clone)]
+struct Sent {
+    gseq: u64,
+    path: usize,
+    arrival: Option<u64>,
+}
+
+/// Generates packets sent in global order over up to 3 FIFO paths with
+/// different delays, some lost, some duplicated (redundant sending).
+fn scenario() -> impl Strategy<Value = Vec<Sent>> {
+    let paths = proptest::collection::vec(1u64..60, 1..=3);
+    (paths, proptest::collection::vec((0usize..3, 0u32..100, 0u64..3), 1..300)).prop_map(
+        |(delays, pkts)| {
+            let mut last_arrival = vec![0u64; delays.len()];
+            let mut out = Vec::new();
+            for (i, (path, loss_roll, gap)) in pkts.into_iter().enumerate() {
+                let path = path % delays.len();
+                let send = i as u64 + gap;
+                let arrival = (send + delays[path]).max(last_arrival[path]);
+                last_arrival[path] = arrival;
+                out.push(Sent {
+                    gseq: i as u64,
+                    path,
+                    arrival: (loss_roll >= 10).then_some(arrival),
+                });
+            }
+            out
+        },
+    )
+}
+
+fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequencer) {
+    let mut r = Resequencer::new(config);
+    r.set_timeout(ms(15));
+    // Per path: the previous packet's number and whether it arrived, to derive
+    // the known-lost hint the receiver would give (prev_gap).
+    let mut arrivals: Vec<(u64, &Sent, Option<u64>)> = Vec::new();
+    let mut prev_on_path: Vec<Option<&Sent>> = vec![None; 3];
+    for s in sent {
+        let prev = prev_on_path[s.path];
+        if let Some(a) = s.arrival {
+            let hint = prev.filter(|p| p.arrival.is_none()).map(|p| p.gseq);
+            arrivals.push((a, s, hint));
+        }
+        prev_on_path[s.path] = Some(s);
+    }
+    arrivals.sort_by_key(|(a, s, _)| (*a, s.path, s.gseq));
+    let mut delivered = Vec::new();
+    for (a, s, hint) in arrivals {
+        let now = at(a);
+        while let Some(t) = r.poll_timeout().filter(|t| *t <= now) {
+            r.handle_timeout(t);
+            delivered.extend(drain(&mut r));
+        }
+        r.push(now, s.gseq, s.gseq.to_be_bytes().to_vec(), hint);
+        delivered.extend(drain(&mut r));
+        assert!(r.held_bytes() <= config.max_bytes, "byte bound exceeded");
+        for d in &delivered {
+            assert!(d.held <= config.max_hold, "held {:?}", d.held);
+        }
+    }
+    // Eventually everything is released.
+    let mut guard = 0;
+    while let Some(t) = r.poll_timeout() {
+        r.handle_timeout(t);
+        delivered.extend(drain(&mut r));
+        guard += 1;
+        assert!(guard < 10_000, "timers never settle");
+    }
+    (delivered, r)
+}
+
+proptest! {
+    #[test]
+    fn ordered_mode_properties(sent in scenario(), max_bytes in 16usize..2000) {
+        let config = ReseqConfig { mode: ReseqMode::Ordered, max_bytes, max_hold: ms(100) };
+        let (delivered, r) = run_scenario(&sent, config);
+        // Never a duplicate.
+        let mut seen = HashSet::new();
+        for d in &delivered {
+            prop_assert!(seen.insert(d.gseq), "duplicate {}", d.gseq);
+            prop_assert_eq!(&d.payload, &d.gseq.to_be_bytes().to_vec());
+        }
+        // What it holds leaves in order.
+        let in_order: Vec<u64> = delivered.iter().filter(|d| d.in_order).map(|d| d.gseq).collect();
+        prop_assert!(in_order.windows(2).all(|w| w[0] < w[1]), "{:?}", in_order);
+        // Everything that arrived is delivered.
+        let arrived: HashSet<u64> = sent.iter().filter(|s| s.arrival.is_some()).map(|s| s.gseq).collect();
+        prop_assert_eq!(seen, arrived);
+        prop_assert_eq!(r.held_packets(), 0);
+    }
+
+    #[test]
+    fn pass_through_properties(sent in scenario()) {
+        let config = ReseqConfig { mode: ReseqMode::PassThrough, ..ReseqConfig::default() };
+        let (delivered, _) = run_scenario(&sent, config);
+        let mut seen = HashSet::new();
+        for d in &delivered {
+            prop_assert!(seen.insert(d.gseq));
+            prop_assert!(d.held.is_zero());
+        }
+        let arrived: HashSet<u64> = sent.iter().filter(|s| s.arrival.is_some()).map(|s| s.gseq).collect();
+        prop_assert_eq!(seen, arrived);
+    }
+}

@@ -1,0 +1,130 @@
+//! BATCP's scheduler (paper batcp, §3.5). Per path, with user weights
+//! `wt` (throughput) and `wc = 1 - wt` (monetary cost):
+//!
+//! ```text
+//! relation_i = wt * ln(1 / throughput_i) + wc * ln(cost_i)        (1)
+//! if any relation is negative: relation_i += 2 * |min(relation)|   (2)
+//! index_i    = relation_i / max(relation)                          (3)
+//! ```
+//!
+//! and a weighted round robin of `load_i` segments per round. The paper
+//! writes (4) as `load_i = ceil(index_i / min(index))`, but it also says the
+//! lower index is the better interface and that the cheaper, faster one must
+//! receive more segments; (4) as printed gives the worse interface the larger
+//! load. We read the intent: `load_i = ceil(max(index) / index_i)`, so the
+//! best interface gets the most segments and the worst gets one.
+//! Throughput is the Kalman-filtered delivery rate in Mbit/s. Each path's
+//! window is respected: when the path whose turn it is has no room, the
+//! packet waits (BATCP runs one TCP connection per interface).
+
+use super::params::{ParamError, Params};
+use super::smooth_wrr::SmoothWrr;
+use super::{Decision, PathInfo, PathSet, PathView, SchedContext, Scheduler};
+
+#[derive(Debug)]
+pub struct Batcp {
+    cost_weight: f64,
+    costs: Vec<f64>,
+    loads: Vec<f64>,
+    wrr: SmoothWrr,
+    /// Turn already decided but waiting for its path to open.
+    pending: Option<usize>,
+}
+
+impl Batcp {
+    /// `cost_weight=WC` in 0..=1 (default 0.5); costs come from the paths.
+    pub fn from_params(params: &mut Params, paths: &[PathInfo]) -> Result<Batcp, ParamError> {
+        let cost_weight = params.f64("cost_weight")?.unwrap_or(0.5);
+        if cost_weight > 1.0 {
+            return Err(ParamError::Value {
+                key: "cost_weight".into(),
+                value: cost_weight.to_string(),
+                expected: "a number from 0 to 1",
+            });
+        }
+        Ok(Batcp {
+            cost_weight,
+            costs: paths.iter().map(|p| p.cost).collect(),
+            loads: vec![1.0; paths.len()],
+            wrr: SmoothWrr::default(),
+            pending: None,
+        })
+    }
+
+    /// Equations (1)-(4), as read above.
+    pub fn loads(cost_weight: f64, throughput_mbps: &[f64], costs: &[f64]) -> Vec<f64> {
+        let wt = 1.0 - cost_weight;
+        let mut relation: Vec<f64> = throughput_mbps
+            .iter()
+            .zip(costs)
+            .map(|(&t, &c)| wt * (1.0 / t.max(1e-6)).ln() + cost_weight * c.ln())
+            .collect();
+        let min = relation.iter().copied().fold(f64::INFINITY, f64::min);
+        if min < 0.0 {
+            for r in &mut relation {
+                *r += 2.0 * min.abs();
+            }
+        }
+        let max = relation.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if max <= 0.0 {
+            return vec![1.0; relation.len()];
+        }
+        let index: Vec<f64> = relation.iter().map(|r| (r / max).max(1e-9)).collect();
+        let max_index = index.iter().copied().fold(0.0, f64::max);
+        index.iter().map(|i| (max_index / i).ceil()).collect()
+    }
+
+    fn refresh_loads(&mut self, paths: &[PathView]) {
+        // Until every path has an estimate, share equally so each gets measured.
+        let Some(tp) = paths
+            .iter()
+            .map(|p| p.kalman_bps.map(|b| b / 1e6))
+            .collect::<Option<Vec<f64>>>()
+        else {
+            return;
+        };
+        self.loads = Self::loads(self.cost_weight, &tp, &self.costs);
+    }
+}
+
+impl Scheduler for Batcp {
+    fn name(&self) -> &'static str {
+        "batcp"
+    }
+
+    fn pick(&mut self, ctx: &SchedContext<'_>) -> Decision {
+        let turn = match self.pending.take() {
+            Some(t) => t,
+            None => {
+                self.refresh_loads(ctx.paths);
+                match self.wrr.next(&self.loads) {
+                    Some(t) => t,
+                    None => return Decision::Drop,
+                }
+            }
+        };
+        if ctx.paths[turn].can_send {
+            Decision::Send(PathSet::one(turn))
+        } else {
+            self.pending = Some(turn);
+            Decision::Wait
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faster_and_cheaper_paths_get_more_segments() {
+        // Equal paths: equal loads.
+        assert_eq!(Batcp::loads(0.5, &[10.0, 10.0], &[1.0, 1.0]), vec![1.0, 1.0]);
+        // Costlier path, same speed: fewer segments.
+        let l = Batcp::loads(0.5, &[10.0, 10.0], &[1.0, 10.0]);
+        assert!(l[0] > l[1], "{l:?}");
+        // Faster path: more segments.
+        let l = Batcp::loads(0.0, &[0.1, 10.0], &[1.0, 1.0]);
+        assert!(l[1] > l[0], "{l:?}");
+    }
+}

@@ -1,0 +1,178 @@
+//! Packet schedulers behind one trait, selectable by name with parameters:
+//! `NAME[:key=value,...]`. A scheduler sees a snapshot of every path and the
+//! packet at the head of the send queue, and decides: send it on one or more
+//! paths, wait for a path to open, or drop it.
+//!
+//! Two families: window-free schedulers (`rr`, `wrr`, `lawrr`) send at once
+//! on the path their weights pick, like the bonding routers of the papers,
+//! and learn about capacity only through loss; the others respect each
+//! path's congestion window and pacing.
+
+mod batcp;
+mod earliest_arrival;
+mod lawrr;
+mod min_rtt;
+mod most_free_cwnd;
+mod params;
+mod redundant;
+mod smooth_wrr;
+mod wrr;
+
+pub use params::{ParamError, Params};
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::time::Instant;
+use crate::wire::LossEntry;
+
+/// A set of path indices (at most 64 paths).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PathSet(pub u64);
+
+impl PathSet {
+    pub fn one(index: usize) -> PathSet {
+        PathSet(1 << index)
+    }
+    pub fn insert(&mut self, index: usize) {
+        self.0 |= 1 << index;
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn iter(self) -> impl Iterator<Item = usize> {
+        (0..64).filter(move |i| self.0 & (1 << i) != 0)
+    }
+}
+
+/// Most paths a session may have.
+pub const MAX_PATHS: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Send(PathSet),
+    /// Keep the packet queued until a path's window or pacing opens.
+    Wait,
+    Drop,
+}
+
+/// A scheduler's snapshot of one path.
+#[derive(Debug, Clone)]
+pub struct PathView {
+    pub index: usize,
+    /// The congestion window has room for the packet.
+    pub cwnd_open: bool,
+    /// Window and pacing both allow sending now.
+    pub can_send: bool,
+    /// When pacing next allows a packet.
+    pub ready_at: Instant,
+    pub cwnd_bytes: u64,
+    pub in_flight_bytes: u64,
+    pub srtt: Option<Duration>,
+    pub min_rtt: Option<Duration>,
+    /// Smoothed relative one-way delay, µs (comparable across paths only).
+    pub owd_us: Option<f64>,
+    /// Congestion controller's rate estimate.
+    pub bandwidth_bps: Option<f64>,
+    /// Kalman-filtered delivery rate (paper batcp).
+    pub kalman_bps: Option<f64>,
+    pub cost: f64,
+    /// Timed out and not heard from since.
+    pub suspect: bool,
+}
+
+pub struct SchedContext<'a> {
+    pub now: Instant,
+    pub paths: &'a [PathView],
+    pub packet_bytes: u64,
+    /// Bytes waiting in the send queue, this packet included.
+    pub backlog_bytes: u64,
+}
+
+pub trait Scheduler: fmt::Debug + Send {
+    fn name(&self) -> &'static str;
+    fn pick(&mut self, ctx: &SchedContext<'_>) -> Decision;
+    /// A periodic loss report from the receiver (every `T_report`).
+    fn on_loss_report(&mut self, _now: Instant, _entries: &[LossEntry]) {}
+}
+
+/// What a scheduler needs to know about the paths when it is built.
+#[derive(Debug, Clone)]
+pub struct PathInfo {
+    pub name: String,
+    pub cost: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SchedError {
+    #[error("unknown scheduler {0:?} (known: {known})", known = NAMES.join(", "))]
+    Unknown(String),
+    #[error("scheduler {scheduler}: {source}")]
+    Param {
+        scheduler: &'static str,
+        source: ParamError,
+    },
+    #[error("too many paths: {0} (at most {MAX_PATHS})")]
+    TooManyPaths(usize),
+    #[error("no paths")]
+    NoPaths,
+}
+
+pub const NAMES: &[&str] = &[
+    "earliest-arrival",
+    "min-rtt",
+    "most-free-cwnd",
+    "redundant",
+    "rr",
+    "wrr",
+    "batcp",
+    "lawrr",
+];
+
+/// The default: see BENCHMARKS.md for why.
+pub const DEFAULT: &str = "earliest-arrival";
+
+/// Builds a scheduler from `NAME[:key=value,...]`.
+pub fn build(spec: &str, paths: &[PathInfo]) -> Result<Box<dyn Scheduler>, SchedError> {
+    if paths.is_empty() {
+        return Err(SchedError::NoPaths);
+    }
+    if paths.len() > MAX_PATHS {
+        return Err(SchedError::TooManyPaths(paths.len()));
+    }
+    let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+    let Some(&name) = NAMES.iter().find(|n| **n == name) else {
+        return Err(SchedError::Unknown(name.to_owned()));
+    };
+    let wrap = |source| SchedError::Param {
+        scheduler: name,
+        source,
+    };
+    let mut params = Params::parse(rest).map_err(wrap)?;
+    let s: Box<dyn Scheduler> = match name {
+        "rr" => Box::new(wrr::Wrr::round_robin(paths.len())),
+        "wrr" => Box::new(wrr::Wrr::from_params(&mut params, paths.len()).map_err(wrap)?),
+        "batcp" => Box::new(batcp::Batcp::from_params(&mut params, paths).map_err(wrap)?),
+        "most-free-cwnd" => Box::new(most_free_cwnd::MostFreeCwnd),
+        "lawrr" => Box::new(lawrr::LossAdaptiveWrr::from_params(&mut params, paths).map_err(wrap)?),
+        "min-rtt" => Box::new(min_rtt::MinRtt),
+        "earliest-arrival" => Box::new(earliest_arrival::EarliestArrival),
+        "redundant" => Box::new(redundant::Redundant),
+        _ => unreachable!("name comes from NAMES"),
+    };
+    params.finish().map_err(wrap)?;
+    Ok(s)
+}
+
+/// The report interval a scheduler spec asks the receiver for (`t_report=`),
+/// or the papers' 50 ms.
+pub fn report_interval(spec: &str) -> Result<Duration, ParamError> {
+    let rest = spec.split_once(':').map_or("", |(_, r)| r);
+    let mut params = Params::parse(rest)?;
+    Ok(params
+        .duration("t_report")?
+        .unwrap_or(lawrr::DEFAULT_T_REPORT))
+}
+
+#[cfg(test)]
+mod tests;

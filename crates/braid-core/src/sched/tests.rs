@@ -1,0 +1,190 @@
+use std::time::Duration;
+
+use super::*;
+
+fn infos(n: usize) -> Vec<PathInfo> {
+    (0..n)
+        .map(|i| PathInfo {
+            name: format!("p{}", i + 1),
+            cost: 1.0,
+        })
+        .collect()
+}
+
+fn view(index: usize) -> PathView {
+    PathView {
+        index,
+        cwnd_open: true,
+        can_send: true,
+        ready_at: Instant::ZERO,
+        cwnd_bytes: 30_000,
+        in_flight_bytes: 0,
+        srtt: Some(Duration::from_millis(20)),
+        min_rtt: Some(Duration::from_millis(20)),
+        owd_us: Some(10_000.0),
+        bandwidth_bps: Some(10e6),
+        kalman_bps: Some(10e6),
+        cost: 1.0,
+        suspect: false,
+    }
+}
+
+fn ctx<'a>(paths: &'a [PathView], backlog: u64) -> SchedContext<'a> {
+    SchedContext {
+        now: Instant::from_nanos(1_000_000_000),
+        paths,
+        packet_bytes: 1_400,
+        backlog_bytes: backlog,
+    }
+}
+
+/// Counts picks per path over `n` decisions.
+fn shares(s: &mut dyn Scheduler, paths: &[PathView], n: usize) -> Vec<usize> {
+    let mut count = vec![0; paths.len()];
+    for _ in 0..n {
+        if let Decision::Send(set) = s.pick(&ctx(paths, 1_400)) {
+            for i in set.iter() {
+                count[i] += 1;
+            }
+        }
+    }
+    count
+}
+
+#[test]
+fn build_rejects_bad_specs() {
+    assert!(matches!(build("fastest", &infos(2)), Err(SchedError::Unknown(_))));
+    assert!(build("rr:speed=3", &infos(2)).is_err());
+    assert!(build("wrr:weights=1/2/3", &infos(2)).is_err());
+    assert!(build("lawrr:fixed=nope", &infos(2)).is_err());
+    assert!(build("lawrr:k=abc", &infos(2)).is_err());
+    assert!(matches!(build("rr", &[]), Err(SchedError::NoPaths)));
+    for name in NAMES {
+        assert_eq!(build(name, &infos(2)).unwrap().name(), *name);
+    }
+    assert_eq!(
+        report_interval("lawrr:t_report=20ms").unwrap(),
+        Duration::from_millis(20)
+    );
+}
+
+#[test]
+fn rr_alternates_and_wrr_follows_weights() {
+    let paths = vec![view(0), view(1)];
+    let mut rr = build("rr", &infos(2)).unwrap();
+    assert_eq!(shares(&mut *rr, &paths, 10), vec![5, 5]);
+    let mut wrr = build("wrr:weights=4/1", &infos(2)).unwrap();
+    assert_eq!(shares(&mut *wrr, &paths, 10), vec![8, 2]);
+    // Window-free: a closed window does not stop them.
+    let closed: Vec<PathView> = paths
+        .iter()
+        .map(|p| PathView {
+            can_send: false,
+            cwnd_open: false,
+            ..p.clone()
+        })
+        .collect();
+    assert_eq!(shares(&mut *rr, &closed, 4), vec![2, 2]);
+}
+
+#[test]
+fn most_free_cwnd_picks_most_room_and_drops_only_when_all_full() {
+    let mut s = build("most-free-cwnd", &infos(2)).unwrap();
+    let mut paths = vec![view(0), view(1)];
+    paths[0].in_flight_bytes = 20_000;
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Send(PathSet::one(1)));
+    // Pacing does not matter to it, only the window.
+    paths[1].can_send = false;
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Send(PathSet::one(1)));
+    paths[1].cwnd_open = false;
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Send(PathSet::one(0)));
+    paths[0].cwnd_open = false;
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Drop);
+}
+
+#[test]
+fn lawrr_uses_mobile_only_after_loss_and_shifts_back() {
+    let paths = vec![view(0), view(1)];
+    let mut s = build("lawrr:k=0.5,t_dwd=100ms", &infos(2)).unwrap();
+    assert_eq!(shares(&mut *s, &paths, 1000), vec![1000, 0]);
+    let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+    let report = |lost| {
+        [
+            LossEntry { path: 0, received: 100, lost },
+            LossEntry { path: 1, received: 0, lost: 0 },
+        ]
+    };
+    // IWI: first loss adds the lost count.
+    s.on_loss_report(t(50), &report(4));
+    let after_iwi = shares(&mut *s, &paths, 540);
+    assert_eq!(after_iwi, vec![500, 40]);
+    // AWI: += k * lost/sent * w_fixed = 0.5 * 10/110 * 50.
+    s.on_loss_report(t(100), &report(10));
+    let w = 4.0 + 0.5 * 10.0 / 110.0 * 50.0;
+    let counts = shares(&mut *s, &paths, 10_000);
+    let expected_mobile = 10_000.0 * w / (50.0 + w);
+    assert!((counts[1] as f64 - expected_mobile).abs() <= 2.0, "{counts:?}");
+    // DWD: nothing before t_dwd, then one per loss-free report.
+    s.on_loss_report(t(150), &report(0));
+    s.on_loss_report(t(200), &report(0));
+    s.on_loss_report(t(250), &report(0));
+    let counts = shares(&mut *s, &paths, 10_000);
+    let expected_mobile = 10_000.0 * (w - 2.0) / (50.0 + w - 2.0);
+    assert!((counts[1] as f64 - expected_mobile).abs() <= 2.0, "{counts:?}");
+}
+
+#[test]
+fn batcp_gives_costlier_path_less_traffic() {
+    let mut infos = infos(2);
+    infos[1].cost = 10.0;
+    let mut s = build("batcp:cost_weight=0.5", &infos).unwrap();
+    let paths = vec![view(0), view(1)];
+    let c = shares(&mut *s, &paths, 1000);
+    assert!(c[0] > 2 * c[1], "{c:?}");
+    // A path without room makes it wait for its turn.
+    let mut closed = paths.clone();
+    closed[0].can_send = false;
+    closed[1].can_send = false;
+    assert_eq!(s.pick(&ctx(&closed, 1_400)), Decision::Wait);
+}
+
+#[test]
+fn min_rtt_prefers_shortest_open_path() {
+    let mut s = build("min-rtt", &infos(2)).unwrap();
+    let mut paths = vec![view(0), view(1)];
+    paths[0].srtt = Some(Duration::from_millis(80));
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Send(PathSet::one(1)));
+    paths[1].can_send = false;
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Send(PathSet::one(0)));
+    paths[0].can_send = false;
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Wait);
+}
+
+#[test]
+fn earliest_arrival_waits_for_fast_path_unless_backlog_is_large() {
+    let mut s = build("earliest-arrival", &infos(2)).unwrap();
+    let mut paths = vec![view(0), view(1)];
+    // Path 1 is 90 ms longer one-way.
+    paths[1].owd_us = Some(100_000.0);
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Send(PathSet::one(0)));
+    // The fast path is paced for 1 ms: with a small backlog, wait for it.
+    paths[0].can_send = false;
+    paths[0].ready_at = Instant::from_nanos(1_001_000_000);
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Wait);
+    // 200 kB queued would take 160 ms at 10 Mbit/s: the slow path is earlier.
+    assert_eq!(
+        s.pick(&ctx(&paths, 200_000)),
+        Decision::Send(PathSet::one(1))
+    );
+}
+
+#[test]
+fn redundant_sends_on_every_open_path() {
+    let mut s = build("redundant", &infos(3)).unwrap();
+    let mut paths = vec![view(0), view(1), view(2)];
+    paths[1].can_send = false;
+    let Decision::Send(set) = s.pick(&ctx(&paths, 0)) else {
+        panic!("did not send")
+    };
+    assert_eq!(set.iter().collect::<Vec<_>>(), vec![0, 2]);
+}

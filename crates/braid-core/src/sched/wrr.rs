@@ -1,0 +1,53 @@
+//! Round robin and static weighted round robin (cmt-thesis baselines):
+//! window-free, they send each packet at once on the path whose turn it is.
+
+use super::params::{ParamError, Params};
+use super::smooth_wrr::SmoothWrr;
+use super::{Decision, PathSet, SchedContext, Scheduler};
+
+#[derive(Debug)]
+pub struct Wrr {
+    name: &'static str,
+    weights: Vec<f64>,
+    wrr: SmoothWrr,
+}
+
+impl Wrr {
+    pub fn round_robin(paths: usize) -> Wrr {
+        Wrr {
+            name: "rr",
+            weights: vec![1.0; paths],
+            wrr: SmoothWrr::default(),
+        }
+    }
+
+    /// `weights=W1/W2/...`, one per path; default equal.
+    pub fn from_params(params: &mut Params, paths: usize) -> Result<Wrr, ParamError> {
+        let weights = params.list("weights")?.unwrap_or_else(|| vec![1.0; paths]);
+        if weights.len() != paths || weights.iter().sum::<f64>() <= 0.0 {
+            return Err(ParamError::Value {
+                key: "weights".into(),
+                value: format!("{weights:?}"),
+                expected: "one weight per path, not all zero",
+            });
+        }
+        Ok(Wrr {
+            name: "wrr",
+            weights,
+            wrr: SmoothWrr::default(),
+        })
+    }
+}
+
+impl Scheduler for Wrr {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn pick(&mut self, _ctx: &SchedContext<'_>) -> Decision {
+        match self.wrr.next(&self.weights) {
+            Some(i) => Decision::Send(PathSet::one(i)),
+            None => Decision::Drop,
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! braid's wire format. Every packet starts with one byte: the version in the
+//! high nibble, the packet type in the low nibble. All integers are
+//! big-endian. Parsing checks every length before it reads; malformed input
+//! is a [`WireError`], never a panic.
+//!
+//! ```text
+//! Data:      ver|type(1) path(1) gseq(8) pseq(4) send_ts_us(4) prev_gap(4) payload...
+//! Feedback:  ver|type(1) path(1) frame...
+//!   Ack frame:        0x01 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
+//!   LossReport frame: 0x02 report_seq(4) count(1) { path(1) received(4) lost(4) } * count
+//! ```
+//!
+//! `gseq` is the global sequence number, `pseq` the per-path one (32 bits,
+//! widened by the receiver). `prev_gap` is `gseq` minus the global sequence
+//! number of the previous packet sent on the same path (0 for the first):
+//! when that previous packet is lost, the resequencer knows exactly which
+//! global number to skip. Timestamps are microseconds of the sender's (or,
+//! for `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
+//! differences are used.
+
+pub const VERSION: u8 = 1;
+
+/// Bytes of a data packet's header.
+pub const DATA_HEADER_LEN: usize = 22;
+const ACK_FRAME_LEN: usize = 21;
+const LOSS_ENTRY_LEN: usize = 9;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("packet truncated: needed {needed} bytes, have {have}")]
+    Truncated { needed: usize, have: usize },
+    #[error("unsupported version {0}")]
+    Version(u8),
+    #[error("unknown packet type {0}")]
+    PacketType(u8),
+    #[error("unknown frame type {0}")]
+    FrameType(u8),
+    #[error("output buffer too small: need {0} bytes")]
+    BufferTooSmall(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum PacketType {
+    Data = 1,
+    Feedback = 2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHeader {
+    pub path: u8,
+    pub gseq: u64,
+    pub pseq: u32,
+    pub send_ts_us: u32,
+    pub prev_gap: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckFrame {
+    pub path: u8,
+    pub largest_pseq: u32,
+    /// Time the receiver held the ack after receiving `largest_pseq`.
+    pub ack_delay_us: u32,
+    /// Receiver clock when `largest_pseq` arrived.
+    pub recv_ts_us: u32,
+    /// Bit `i` set: `largest_pseq - 1 - i` was received.
+    pub bitmap: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LossEntry {
+    pub path: u8,
+    pub received: u32,
+    pub lost: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LossReport {
+    pub report_seq: u32,
+    pub entries: Vec<LossEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Ack(AckFrame),
+    LossReport(LossReport),
+}
+
+/// A parsed packet; data payload borrows from the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Packet<'a> {
+    Data {
+        header: DataHeader,
+        payload: &'a [u8],
+    },
+    Feedback {
+        path: u8,
+        frames: Vec<Frame>,
+    },
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or(
+            WireError::Truncated {
+                needed: self.pos + n,
+                have: self.buf.len(),
+            },
+        )?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, WireError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, WireError> {
+        let b = self.take(4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> Result<u64, WireError> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_be_bytes(a))
+    }
+    fn rest(&mut self) -> &'a [u8] {
+        let s = &self.buf[self.pos..];
+        self.pos = self.buf.len();
+        s
+    }
+    fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+}
+
+/// Appends big-endian fields to a caller-owned buffer.
+struct Writer<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf[self.pos..self.pos + bytes.len()].copy_from_slice(bytes);
+        self.pos += bytes.len();
+    }
+}
+
+impl Packet<'_> {
+    pub fn parse(buf: &[u8]) -> Result<Packet<'_>, WireError> {
+        let mut r = Reader { buf, pos: 0 };
+        let first = r.u8()?;
+        let version = first >> 4;
+        if version != VERSION {
+            return Err(WireError::Version(version));
+        }
+        match first & 0x0f {
+            t if t == PacketType::Data as u8 => {
+                // Check the whole header up front so a truncation reports its full size.
+                if buf.len() < DATA_HEADER_LEN {
+                    return Err(WireError::Truncated {
+                        needed: DATA_HEADER_LEN,
+                        have: buf.len(),
+                    });
+                }
+                let header = DataHeader {
+                    path: r.u8()?,
+                    gseq: r.u64()?,
+                    pseq: r.u32()?,
+                    send_ts_us: r.u32()?,
+                    prev_gap: r.u32()?,
+                };
+                Ok(Packet::Data {
+                    header,
+                    payload: r.rest(),
+                })
+            }
+            t if t == PacketType::Feedback as u8 => {
+                let path = r.u8()?;
+                let mut frames = Vec::new();
+                while !r.is_empty() {
+                    frames.push(parse_frame(&mut r)?);
+                }
+                Ok(Packet::Feedback { path, frames })
+            }
+            t => Err(WireError::PacketType(t)),
+        }
+    }
+}
+
+fn parse_frame(r: &mut Reader<'_>) -> Result<Frame, WireError> {
+    match r.u8()? {
+        1 => Ok(Frame::Ack(AckFrame {
+            path: r.u8()?,
+            largest_pseq: r.u32()?,
+            ack_delay_us: r.u32()?,
+            recv_ts_us: r.u32()?,
+            bitmap: r.u64()?,
+        })),
+        2 => {
+            let report_seq = r.u32()?;
+            let count = usize::from(r.u8()?);
+            let mut entries = Vec::with_capacity(count);
+            for _ in 0..count {
+                entries.push(LossEntry {
+                    path: r.u8()?,
+                    received: r.u32()?,
+                    lost: r.u32()?,
+                });
+            }
+            Ok(Frame::LossReport(LossReport {
+                report_seq,
+                entries,
+            }))
+        }
+        t => Err(WireError::FrameType(t)),
+    }
+}
+
+impl DataHeader {
+    /// Writes header and payload into `out`; returns the packet length.
+    pub fn emit(&self, payload: &[u8], out: &mut [u8]) -> Result<usize, WireError> {
+        let len = DATA_HEADER_LEN + payload.len();
+        if out.len() < len {
+            return Err(WireError::BufferTooSmall(len));
+        }
+        let mut w = Writer { buf: out, pos: 0 };
+        w.put(&[(VERSION << 4) | PacketType::Data as u8, self.path]);
+        w.put(&self.gseq.to_be_bytes());
+        w.put(&self.pseq.to_be_bytes());
+        w.put(&self.send_ts_us.to_be_bytes());
+        w.put(&self.prev_gap.to_be_bytes());
+        w.put(payload);
+        Ok(len)
+    }
+}
+
+impl Frame {
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Frame::Ack(_) => 1 + ACK_FRAME_LEN,
+            Frame::LossReport(r) => 1 + 5 + r.entries.len() * LOSS_ENTRY_LEN,
+        }
+    }
+
+    fn emit(&self, w: &mut Writer<'_>) {
+        match self {
+            Frame::Ack(a) => {
+                w.put(&[1, a.path]);
+                w.put(&a.largest_pseq.to_be_bytes());
+                w.put(&a.ack_delay_us.to_be_bytes());
+                w.put(&a.recv_ts_us.to_be_bytes());
+                w.put(&a.bitmap.to_be_bytes());
+            }
+            Frame::LossReport(r) => {
+                w.put(&[2]);
+                w.put(&r.report_seq.to_be_bytes());
+                w.put(&[r.entries.len() as u8]);
+                for e in &r.entries {
+                    w.put(&[e.path]);
+                    w.put(&e.received.to_be_bytes());
+                    w.put(&e.lost.to_be_bytes());
+                }
+            }
+        }
+    }
+}
+
+/// Most entries a loss report may carry (the count is one byte).
+pub const MAX_LOSS_ENTRIES: usize = u8::MAX as usize;
+
+/// Writes a feedback packet sent on `path` into `out`; returns its length.
+pub fn emit_feedback(path: u8, frames: &[Frame], out: &mut [u8]) -> Result<usize, WireError> {
+    let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
+    if out.len() < len {
+        return Err(WireError::BufferTooSmall(len));
+    }
+    if frames
+        .iter()
+        .any(|f| matches!(f, Frame::LossReport(r) if r.entries.len() > MAX_LOSS_ENTRIES))
+    {
+        return Err(WireError::BufferTooSmall(len));
+    }
+    let mut w = Writer { buf: out, pos: 0 };
+    w.put(&[(VERSION << 4) | PacketType::Feedback as u8, path]);
+    for f in frames {
+        f.emit(&mut w);
+    }
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample_header() -> DataHeader {
+        DataHeader {
+            path: 3,
+            gseq: 0x0102_0304_0506_0708,
+            pseq: 77,
+            send_ts_us: 123_456,
+            prev_gap: 2,
+        }
+    }
+
+    #[test]
+    fn data_round_trip() {
+        let mut buf = [0u8; 64];
+        let n = sample_header().emit(b"hello", &mut buf).unwrap();
+        assert_eq!(n, DATA_HEADER_LEN + 5);
+        match Packet::parse(&buf[..n]).unwrap() {
+            Packet::Data { header, payload } => {
+                assert_eq!(header, sample_header());
+                assert_eq!(payload, b"hello");
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn feedback_round_trip() {
+        let frames = vec![
+            Frame::Ack(AckFrame {
+                path: 1,
+                largest_pseq: 9,
+                ack_delay_us: 1500,
+                recv_ts_us: 42,
+                bitmap: 0b1011,
+            }),
+            Frame::LossReport(LossReport {
+                report_seq: 5,
+                entries: vec![
+                    LossEntry { path: 0, received: 100, lost: 2 },
+                    LossEntry { path: 1, received: 50, lost: 0 },
+                ],
+            }),
+        ];
+        let mut buf = [0u8; 128];
+        let n = emit_feedback(1, &frames, &mut buf).unwrap();
+        assert_eq!(
+            Packet::parse(&buf[..n]).unwrap(),
+            Packet::Feedback { path: 1, frames }
+        );
+    }
+
+    #[test]
+    fn malformed_inputs_are_errors() {
+        assert!(matches!(Packet::parse(&[]), Err(WireError::Truncated { .. })));
+        assert_eq!(Packet::parse(&[0x21]), Err(WireError::Version(2)));
+        assert_eq!(Packet::parse(&[0x1f]), Err(WireError::PacketType(15)));
+        let mut buf = [0u8; 64];
+        let n = sample_header().emit(b"", &mut buf).unwrap();
+        for cut in 0..n {
+            assert!(Packet::parse(&buf[..cut]).is_err(), "cut at {cut} parsed");
+        }
+        // A feedback packet with a truncated ack frame and one with an unknown frame.
+        assert!(matches!(
+            Packet::parse(&[0x12, 0, 1, 0, 0]),
+            Err(WireError::Truncated { .. })
+        ));
+        assert_eq!(Packet::parse(&[0x12, 0, 9]), Err(WireError::FrameType(9)));
+        // A loss report claiming more entries than it has.
+        assert!(matches!(
+            Packet::parse(&[0x12, 0, 2, 0, 0, 0, 1, 3, 0]),
+            Err(WireError::Truncated { .. })
+        ));
+        assert!(matches!(
+            sample_header().emit(b"abc", &mut [0u8; 10]),
+            Err(WireError::BufferTooSmall(25))
+        ));
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Packet::parse(&bytes);
+        }
+
+        #[test]
+        fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u32,
+                            payload in proptest::collection::vec(any::<u8>(), 0..100)) {
+            let h = DataHeader { path, gseq, pseq, send_ts_us: ts, prev_gap: gap };
+            let mut buf = vec![0u8; DATA_HEADER_LEN + payload.len()];
+            let n = h.emit(&payload, &mut buf).unwrap();
+            let parsed = Packet::parse(&buf[..n]).unwrap();
+            prop_assert_eq!(parsed, Packet::Data { header: h, payload: &payload });
+        }
+    }
+}
