@@ -9,7 +9,9 @@
 
 pub mod cc;
 pub mod path;
+pub mod receiver;
 pub mod reseq;
 pub mod sched;
+pub mod sender;
 pub mod time;
 pub mod wire;

@@ -180,7 +180,7 @@ impl Sender {
 
     fn drop_stale(&mut self, now: Instant) {
         let limit = self.max_queue_delay();
-        while self.queue.front().is_some_and(|q| now - q.enqueued > limit) {
+        while self.queue.front().is_some_and(|q| now - q.enqueued >= limit) {
             let q = self.queue.pop_front().expect("front exists");
             self.queue_bytes -= q.payload.len();
             self.counters.dropped_stale += 1;

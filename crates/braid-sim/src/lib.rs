@@ -1,4 +1,10 @@
-//! Deterministic discrete-event network simulator for braid.
+//! Deterministic discrete-event network simulator for braid: two braid-core
+//! endpoints joined by simulated paths. Same scenario and seed, same result,
+//! to the packet.
 
+pub mod link;
+pub mod metrics;
+pub mod sim;
 pub mod spec;
 pub mod trace;
+pub mod traffic;

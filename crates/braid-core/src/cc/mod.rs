@@ -66,6 +66,13 @@ impl CcKind {
 
     pub const NAMES: &'static [&'static str] = &["bbr", "ccid2"];
 
+    pub fn name(self) -> &'static str {
+        match self {
+            CcKind::Bbr => "bbr",
+            CcKind::Ccid2 => "ccid2",
+        }
+    }
+
     pub fn build(self) -> Box<dyn Controller> {
         match self {
             CcKind::Bbr => Box::new(Bbr::new()),

@@ -76,10 +76,6 @@ impl LossAdaptiveWrr {
         Ok(s)
     }
 
-    pub fn w_mobile(&self) -> f64 {
-        self.w_mobile
-    }
-
     fn update_weights(&mut self) {
         let mobiles = (self.paths - 1).max(1) as f64;
         self.weights = (0..self.paths)

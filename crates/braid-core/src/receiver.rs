@@ -1,0 +1,282 @@
+//! The receiving side of a bonded datagram session: per-path sequence
+//! tracking (loss detection, acknowledgements with receive timestamps),
+//! periodic loss reports every `T_report`, one-way-delay estimates that set
+//! the resequencer's timeout, and the resequencer itself.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::path::{OwdEstimator, PathSender};
+use crate::reseq::{Delivery, ReseqConfig, Resequencer};
+use crate::sender::Transmit;
+use crate::time::Instant;
+use crate::wire::{self, AckFrame, Frame, LossEntry, LossReport, Packet, WireError};
+
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    pub paths: usize,
+    pub reseq: ReseqConfig,
+    /// Loss report interval (paper multipath-bonding-layer3: 50 ms).
+    pub report_interval: Duration,
+    /// Acknowledge after this many data packets on a path...
+    pub ack_every: u32,
+    /// ...or when the oldest unacknowledged one has waited this long.
+    pub max_ack_delay: Duration,
+}
+
+impl ReceiverConfig {
+    pub fn new(paths: usize) -> ReceiverConfig {
+        ReceiverConfig {
+            paths,
+            reseq: ReseqConfig::default(),
+            report_interval: Duration::from_millis(50),
+            ack_every: 2,
+            max_ack_delay: Duration::from_millis(2),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct PathReceiver {
+    /// Next per-path number expected.
+    expected: u64,
+    started: bool,
+    largest: u64,
+    largest_at: Instant,
+    /// Bit i: `largest - 1 - i` received.
+    bitmap: u64,
+    unacked: u32,
+    ack_due: Option<Instant>,
+    owd: OwdEstimator,
+    interval_received: u32,
+    interval_lost: u32,
+    last_heard: Option<Instant>,
+    received_packets: u64,
+    received_bytes: u64,
+    lost_packets: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReceiverPathStats {
+    pub received_packets: u64,
+    pub received_bytes: u64,
+    /// Gaps in the per-path sequence.
+    pub lost_packets: u64,
+}
+
+#[derive(Debug)]
+pub struct Receiver {
+    config: ReceiverConfig,
+    paths: Vec<PathReceiver>,
+    reseq: Resequencer,
+    owd_anchor: Option<u32>,
+    next_report: Option<Instant>,
+    report_seq: u32,
+    out: VecDeque<Transmit>,
+    pub malformed: u64,
+}
+
+/// A path counts as alive for loss reports if heard from this recently.
+const REPORT_ALIVE: Duration = Duration::from_secs(1);
+
+impl Receiver {
+    pub fn new(config: ReceiverConfig) -> Receiver {
+        Receiver {
+            paths: (0..config.paths).map(|_| PathReceiver::default()).collect(),
+            reseq: Resequencer::new(config.reseq),
+            config,
+            owd_anchor: None,
+            next_report: None,
+            report_seq: 0,
+            out: VecDeque::new(),
+            malformed: 0,
+        }
+    }
+
+    pub fn resequencer(&self) -> &Resequencer {
+        &self.reseq
+    }
+
+    pub fn path_stats(&self) -> Vec<ReceiverPathStats> {
+        self.paths
+            .iter()
+            .map(|p| ReceiverPathStats {
+                received_packets: p.received_packets,
+                received_bytes: p.received_bytes,
+                lost_packets: p.lost_packets,
+            })
+            .collect()
+    }
+
+    /// A data packet arriving on path `path` (the path it physically came
+    /// in on; the header's path id must agree).
+    pub fn handle_datagram(&mut self, now: Instant, path: u8, bytes: &[u8]) -> Result<(), WireError> {
+        let parsed = Packet::parse(bytes);
+        let (header, payload) = match parsed {
+            Ok(Packet::Data { header, payload }) if header.path == path => (header, payload),
+            Ok(_) => {
+                self.malformed += 1;
+                return Err(WireError::PacketType(2));
+            }
+            Err(e) => {
+                self.malformed += 1;
+                return Err(e);
+            }
+        };
+        let Some(p) = self.paths.get_mut(usize::from(path)) else {
+            self.malformed += 1;
+            return Err(WireError::PacketType(1));
+        };
+        let pseq = PathSender::widen_pseq(header.pseq, p.expected);
+        p.received_packets += 1;
+        p.received_bytes += bytes.len() as u64;
+        p.last_heard = Some(now);
+        let mut known_lost = None;
+        if !p.started || pseq >= p.expected {
+            if p.started && pseq > p.expected {
+                let gap = pseq - p.expected;
+                p.lost_packets += gap;
+                p.interval_lost = p.interval_lost.saturating_add(gap as u32);
+                // The packet just before this one on the path is among the lost.
+                known_lost = (header.prev_gap != 0)
+                    .then(|| header.gseq.checked_sub(u64::from(header.prev_gap)))
+                    .flatten();
+            }
+            // Shift the ack bitmap to the new largest.
+            let shift = if p.started { pseq - p.largest } else { 0 };
+            p.bitmap = if shift == 0 {
+                p.bitmap
+            } else if shift > 64 {
+                0
+            } else {
+                ((p.bitmap << 1) | 1) << (shift - 1)
+            };
+            p.started = true;
+            p.largest = pseq;
+            p.largest_at = now;
+            p.expected = pseq + 1;
+            let raw = now.wire_micros().wrapping_sub(header.send_ts_us);
+            p.owd.on_sample(*self.owd_anchor.get_or_insert(raw), raw);
+        } else if let Some(below) = (p.largest - pseq).checked_sub(1).filter(|b| *b < 64) {
+            // Late within the path (rare: paths are FIFO); count it back.
+            p.bitmap |= 1 << below;
+        }
+        p.interval_received = p.interval_received.saturating_add(1);
+        p.unacked += 1;
+        if p.ack_due.is_none() {
+            p.ack_due = Some(now + self.config.max_ack_delay);
+        }
+        let flush = p.unacked >= self.config.ack_every || known_lost.is_some();
+        if flush {
+            self.send_ack(now, usize::from(path));
+        }
+        self.next_report.get_or_insert(now + self.config.report_interval);
+        self.reseq.set_timeout(self.reseq_timeout());
+        self.reseq
+            .push(now, header.gseq, payload.to_vec(), known_lost);
+        Ok(())
+    }
+
+    /// Hole timeout, TCP-RTO style from one-way delays (paper
+    /// multilink-udp-proxy §III-C): a missing packet may still be on the
+    /// slowest path, so wait for that path's `owd + 4 * var` beyond the
+    /// fastest path's delay.
+    fn reseq_timeout(&self) -> Duration {
+        let known = self.paths.iter().filter(|p| p.owd.has_samples());
+        let (lo, hi) = known.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(p.owd.min_us() as f64), hi.max(p.owd.upper_us()))
+        });
+        let spread_us = if hi >= lo { hi - lo } else { 0.0 };
+        Duration::from_micros(spread_us as u64).max(Duration::from_millis(2)) + Duration::from_millis(1)
+    }
+
+    fn send_ack(&mut self, now: Instant, index: usize) {
+        let p = &mut self.paths[index];
+        p.unacked = 0;
+        p.ack_due = None;
+        let frame = Frame::Ack(AckFrame {
+            path: index as u8,
+            largest_pseq: p.largest as u32,
+            ack_delay_us: u32::try_from((now - p.largest_at).as_micros()).unwrap_or(u32::MAX),
+            recv_ts_us: p.largest_at.wire_micros(),
+            bitmap: p.bitmap,
+        });
+        self.push_feedback(index as u8, &[frame]);
+    }
+
+    fn push_feedback(&mut self, path: u8, frames: &[Frame]) {
+        let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
+        let mut data = vec![0u8; len];
+        wire::emit_feedback(path, frames, &mut data).expect("buffer sized by encoded_len");
+        self.out.push_back(Transmit { path, data });
+    }
+
+    fn send_report(&mut self, now: Instant) {
+        self.report_seq = self.report_seq.wrapping_add(1);
+        let entries: Vec<LossEntry> = self
+            .paths
+            .iter_mut()
+            .enumerate()
+            .take(wire::MAX_LOSS_ENTRIES)
+            .map(|(i, p)| {
+                let e = LossEntry {
+                    path: i as u8,
+                    received: p.interval_received,
+                    lost: p.interval_lost,
+                };
+                p.interval_received = 0;
+                p.interval_lost = 0;
+                e
+            })
+            .collect();
+        let frame = Frame::LossReport(LossReport {
+            report_seq: self.report_seq,
+            entries,
+        });
+        // On every live path: one lost report must not hide a loss.
+        let alive: Vec<u8> = (0..self.paths.len())
+            .filter(|&i| {
+                self.paths[i]
+                    .last_heard
+                    .is_some_and(|t| now - t <= REPORT_ALIVE)
+            })
+            .map(|i| i as u8)
+            .collect();
+        for path in alive {
+            self.push_feedback(path, std::slice::from_ref(&frame));
+        }
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    pub fn poll_deliver(&mut self) -> Option<Delivery> {
+        self.reseq.poll_deliver()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let acks = self.paths.iter().filter_map(|p| p.ack_due);
+        acks.chain(self.next_report)
+            .chain(self.reseq.poll_timeout())
+            .min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for i in 0..self.paths.len() {
+            if self.paths[i].ack_due.is_some_and(|t| t <= now) {
+                self.send_ack(now, i);
+            }
+        }
+        if let Some(t) = self.next_report.filter(|t| *t <= now) {
+            self.send_report(now);
+            let heard_recently = self
+                .paths
+                .iter()
+                .any(|p| p.last_heard.is_some_and(|h| now - h <= REPORT_ALIVE));
+            // Reports stop while nothing arrives; the next packet restarts them.
+            self.next_report = heard_recently.then(|| t + self.config.report_interval);
+        }
+        self.reseq.handle_timeout(now);
+    }
+}

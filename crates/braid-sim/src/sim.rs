@@ -1,0 +1,241 @@
+//! A scenario run: a braid sender on the client and a braid receiver on the
+//! server, joined by one simulated [`Link`] per path and direction, driven by
+//! a traffic source, on virtual time. Events are packet arrivals; endpoint
+//! timers are polled each step. All randomness comes from one seed.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Duration;
+
+use braid_core::cc::CcKind;
+use braid_core::receiver::{Receiver, ReceiverConfig};
+use braid_core::reseq::ReseqMode;
+use braid_core::sched::{self, PathInfo, SchedError};
+use braid_core::sender::{Sender, SenderConfig};
+use braid_core::time::Instant;
+use braid_core::wire::DATA_HEADER_LEN;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::link::{Link, Offer};
+use crate::metrics::{Metrics, Report};
+use crate::spec::PathSpec;
+use crate::traffic::{Source, TrafficSpec};
+
+/// IPv4 + UDP headers around every braid packet: a path's rate counts IP bytes.
+pub const IP_UDP_OVERHEAD: usize = 28;
+
+/// Elastic traffic keeps at most this much waiting in the sender's queue.
+const ELASTIC_QUEUE_BYTES: usize = 256 * 1024;
+
+/// After the traffic stops, the run continues this long so packets in
+/// flight can arrive (they count toward loss, not toward goodput).
+const DRAIN: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub paths: Vec<PathSpec>,
+    pub scheduler: String,
+    pub cc: CcKind,
+    pub traffic: TrafficSpec,
+    pub duration: Duration,
+    pub seed: u64,
+    pub payload_bytes: usize,
+    pub reseq_mode: ReseqMode,
+    /// Bin width of the throughput time series (for plots).
+    pub series_bin: Duration,
+}
+
+impl Scenario {
+    pub fn new(paths: Vec<PathSpec>) -> Scenario {
+        Scenario {
+            paths,
+            scheduler: sched::DEFAULT.to_owned(),
+            cc: CcKind::Bbr,
+            traffic: TrafficSpec::CbrFraction { fraction: 1.1 },
+            duration: Duration::from_secs(30),
+            seed: 1,
+            payload_bytes: 1400,
+            reseq_mode: ReseqMode::Ordered,
+            series_bin: Duration::from_millis(100),
+        }
+    }
+
+    /// Bytes on the path per datagram of payload.
+    pub fn wire_bytes(&self) -> usize {
+        self.payload_bytes + DATA_HEADER_LEN + IP_UDP_OVERHEAD
+    }
+
+    /// The most application traffic the paths could carry in the run.
+    pub fn ideal_goodput_bps(&self) -> f64 {
+        let capacity: f64 = self
+            .paths
+            .iter()
+            .map(|p| p.up_capacity_bps(Duration::ZERO, self.duration))
+            .sum();
+        capacity * self.payload_bytes as f64 / self.wire_bytes() as f64
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Scheduler(#[from] SchedError),
+    #[error("bad scheduler parameters: {0}")]
+    Params(#[from] braid_core::sched::ParamError),
+    #[error("payload of {0} bytes does not fit a 1500-byte packet")]
+    Payload(usize),
+    #[error("duration must be positive")]
+    Duration,
+    #[error("simulation made no progress at t={0:?} (a timer that never clears)")]
+    Stuck(Duration),
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Hop {
+    /// Client to server, data.
+    Up,
+    /// Server to client, feedback.
+    Down,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    at: Duration,
+    /// Insertion order breaks ties, so equal-time events keep FIFO order.
+    seq: u64,
+    hop: Hop,
+    path: u8,
+    data: Vec<u8>,
+}
+
+fn instant(t: Duration) -> Instant {
+    Instant::from_duration(t)
+}
+
+pub fn run(s: &Scenario) -> Result<Report, SimError> {
+    if s.duration.is_zero() {
+        return Err(SimError::Duration);
+    }
+    if s.payload_bytes > braid_core::sender::MAX_DATAGRAM || s.payload_bytes < 8 {
+        return Err(SimError::Payload(s.payload_bytes));
+    }
+    let infos: Vec<PathInfo> = s
+        .paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PathInfo {
+            name: p.name_or_default(i),
+            cost: p.cost,
+        })
+        .collect();
+    let mut sender_cfg = SenderConfig::new(infos);
+    sender_cfg.scheduler = s.scheduler.clone();
+    sender_cfg.cc = s.cc;
+    let mut sender = Sender::new(sender_cfg)?;
+    let mut receiver_cfg = ReceiverConfig::new(s.paths.len());
+    receiver_cfg.report_interval = sched::report_interval(&s.scheduler)?;
+    receiver_cfg.reseq.mode = s.reseq_mode;
+    let mut receiver = Receiver::new(receiver_cfg);
+
+    let mut master = ChaCha8Rng::seed_from_u64(s.seed);
+    let mut links: Vec<(Link, Link)> = s
+        .paths
+        .iter()
+        .map(|p| {
+            let rtt = p.up.delay + p.down.delay;
+            let up = Link::new(&p.up, &p.blackouts, rtt, ChaCha8Rng::from_rng(&mut master).expect("chacha"));
+            let down = Link::new(&p.down, &p.blackouts, rtt, ChaCha8Rng::from_rng(&mut master).expect("chacha"));
+            (up, down)
+        })
+        .collect();
+
+    let ideal = s.ideal_goodput_bps();
+    let mut source = Source::new(s.traffic.clone(), ideal, s.payload_bytes);
+    let mut metrics = Metrics::new(s);
+    let mut events: BinaryHeap<Reverse<Event>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut app_seq = 0u64;
+    let end = s.duration + DRAIN;
+    let mut now = Duration::ZERO;
+    let mut same_time_steps = 0u32;
+
+    loop {
+        let t_source = Some(source.peek()).filter(|t| *t < s.duration);
+        let t_event = events.peek().map(|Reverse(e)| e.at);
+        let t_sender = sender.poll_timeout().map(|t| t.since_epoch());
+        let t_receiver = receiver.poll_timeout().map(|t| t.since_epoch());
+        let Some(next) = [t_source, t_event, t_sender, t_receiver]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            break;
+        };
+        if next > end {
+            break;
+        }
+        let next = next.max(now);
+        if next == now {
+            same_time_steps += 1;
+            if same_time_steps > 1_000_000 {
+                return Err(SimError::Stuck(now));
+            }
+        } else {
+            same_time_steps = 0;
+        }
+        now = next;
+        let at = instant(now);
+
+        if t_source == Some(now) {
+            source.next_send();
+            let elastic_full = source.is_elastic() && sender.queued_bytes() >= ELASTIC_QUEUE_BYTES;
+            if !elastic_full {
+                let mut payload = vec![0u8; s.payload_bytes];
+                payload[..8].copy_from_slice(&app_seq.to_be_bytes());
+                metrics.on_offered(app_seq, now);
+                app_seq += 1;
+                // A full queue is application loss, counted by the metrics.
+                let _ = sender.send(at, payload);
+            }
+        } else if t_event == Some(now) {
+            let Reverse(e) = events.pop().expect("peeked");
+            match e.hop {
+                Hop::Up => {
+                    metrics.on_path_arrival(usize::from(e.path), now, e.data.len() + IP_UDP_OVERHEAD);
+                    // Malformed input is counted by the receiver.
+                    let _ = receiver.handle_datagram(at, e.path, &e.data);
+                }
+                Hop::Down => {
+                    let _ = sender.handle_datagram(at, &e.data);
+                }
+            }
+        } else {
+            if t_sender.is_some_and(|t| t <= now) {
+                sender.handle_timeout(at);
+            }
+            if t_receiver.is_some_and(|t| t <= now) {
+                receiver.handle_timeout(at);
+            }
+        }
+
+        while let Some(tx) = sender.poll_transmit() {
+            let link = &mut links[usize::from(tx.path)].0;
+            if let Offer::Arrives(arr) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
+                seq += 1;
+                events.push(Reverse(Event { at: arr, seq, hop: Hop::Up, path: tx.path, data: tx.data }));
+            }
+        }
+        while let Some(tx) = receiver.poll_transmit() {
+            let link = &mut links[usize::from(tx.path)].1;
+            if let Offer::Arrives(arr) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
+                seq += 1;
+                events.push(Reverse(Event { at: arr, seq, hop: Hop::Down, path: tx.path, data: tx.data }));
+            }
+        }
+        while let Some(d) = receiver.poll_deliver() {
+            metrics.on_delivered(&d, now);
+        }
+    }
+    Ok(metrics.finish(s, &sender, &links))
+}

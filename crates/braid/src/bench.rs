@@ -1,0 +1,113 @@
+//! `braid bench`: one simulated scenario, reported as a table or as JSON.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use braid_core::cc::CcKind;
+use braid_core::reseq::ReseqMode;
+use braid_sim::metrics::Report;
+use braid_sim::sim::{self, Scenario};
+use braid_sim::spec::{parse_duration, PathSpec};
+use braid_sim::traffic::TrafficSpec;
+
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+SPEC := RATE,DELAY[,jitter=DUR][,loss=PCT][,ge=P_GB:P_BG[:LOSS_BAD]][,queue=DUR|PKTS]
+        [,blackout=START+LEN]...[,cost=X][,name=NAME]
+      | trace=FILE,DELAY[,...]
+  DELAY is one-way; RATE like 8mbit or 500kbit counts IP packet bytes.
+  RATE, DELAY, jitter, loss, ge and queue may be UP/DOWN (client-to-server first).
+
+Examples:
+  braid bench --path 8mbit,5ms --path 2mbit,5ms --traffic cbr:10mbit
+  braid bench --path 64mbit,6500us,name=dsl --path 60mbit,17ms,jitter=5ms,name=lte \\
+              --scheduler lawrr:k=0.5,t_dwd=250ms --traffic ramp:63mbit:105mbit:15s:10s --duration 40s
+  braid bench --path 10mbit,10ms --path trace=TMobile-LTE-short.down,20ms --json")]
+pub struct BenchArgs {
+    /// A path to bond (repeat for each path)
+    #[arg(long = "path", value_name = "SPEC", required = true)]
+    pub paths: Vec<String>,
+    /// Scheduler: earliest-arrival (default), min-rtt, most-free-cwnd, redundant, rr, wrr, batcp, lawrr
+    #[arg(long, value_name = "NAME[:key=value,...]", default_value = braid_core::sched::DEFAULT)]
+    pub scheduler: String,
+    /// Per-path congestion control: bbr (default) or ccid2
+    #[arg(long, default_value = "bbr")]
+    pub cc: String,
+    /// Offered traffic: cbr:RATE, cbr:PCT% (of ideal goodput), ramp:FROM:TO:RISE:HOLD, elastic
+    #[arg(long, default_value = "cbr:110%")]
+    pub traffic: String,
+    /// Simulated time
+    #[arg(long, default_value = "30s")]
+    pub duration: String,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Application payload bytes per datagram
+    #[arg(long, default_value_t = 1400)]
+    pub payload: usize,
+    /// Deliver as packets arrive (no resequencing)
+    #[arg(long)]
+    pub unordered: bool,
+    /// Print one JSON object instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// Draw per-path throughput and in-order goodput over time to a PNG
+    #[arg(long, value_name = "FILE.png")]
+    pub plot: Option<PathBuf>,
+}
+
+pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
+    let usage = |e: &dyn std::fmt::Display| Failure::Usage(e.to_string());
+    let paths = args
+        .paths
+        .iter()
+        .map(|p| PathSpec::parse(p).map_err(|e| Failure::Usage(format!("--path {p}: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut names: Vec<String> = paths.iter().enumerate().map(|(i, p)| p.name_or_default(i)).collect();
+    names.sort();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Failure::Usage(format!("two paths are named {:?}", w[0])));
+    }
+    let mut s = Scenario::new(paths);
+    s.scheduler = args.scheduler.clone();
+    s.cc = CcKind::parse(&args.cc).ok_or_else(|| {
+        Failure::Usage(format!("unknown --cc {:?} (known: {})", args.cc, CcKind::NAMES.join(", ")))
+    })?;
+    s.traffic = TrafficSpec::parse(&args.traffic).map_err(|e| usage(&e))?;
+    s.duration = parse_duration(&args.duration).map_err(|e| usage(&e))?;
+    if s.duration < Duration::from_millis(100) {
+        return Err(Failure::Usage("--duration must be at least 100ms".into()));
+    }
+    s.seed = args.seed;
+    s.payload_bytes = args.payload;
+    s.reseq_mode = if args.unordered {
+        ReseqMode::PassThrough
+    } else {
+        ReseqMode::Ordered
+    };
+    Ok(s)
+}
+
+/// Runs a scenario, mapping a bad scheduler spec to a usage error.
+pub fn simulate(s: &Scenario) -> Result<Report, Failure> {
+    sim::run(s).map_err(|e| match e {
+        sim::SimError::Stuck(_) => Failure::Runtime(e.to_string()),
+        _ => Failure::Usage(e.to_string()),
+    })
+}
+
+pub fn run(args: &BenchArgs) -> Result<(), Failure> {
+    let s = scenario(args)?;
+    let report = simulate(&s)?;
+    if let Some(file) = &args.plot {
+        crate::plot::draw(&report, file).map_err(Failure::Runtime)?;
+    }
+    if args.json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
+        println!("{json}");
+    } else {
+        print!("{}", crate::table::render(&report, &args.traffic));
+    }
+    Ok(())
+}
