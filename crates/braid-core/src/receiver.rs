@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::path::{OwdEstimator, PathSender};
-use crate::reseq::{Delivery, ReseqConfig, Resequencer};
+use crate::reseq::{Delivery, PathGap, ReseqConfig, Resequencer};
 use crate::sender::Transmit;
 use crate::time::Instant;
 use crate::wire::{self, AckFrame, Frame, LossEntry, LossReport, Packet, WireError};
@@ -43,6 +43,8 @@ struct PathReceiver {
     started: bool,
     largest: u64,
     largest_at: Instant,
+    /// Global number of the last packet that arrived in sequence.
+    last_gseq: Option<u64>,
     /// Bit i: `largest - 1 - i` received.
     bitmap: u64,
     unacked: u32,
@@ -75,6 +77,9 @@ pub struct Receiver {
     out: VecDeque<Transmit>,
     pub malformed: u64,
 }
+
+/// Hole timeout while some path has delivered nothing yet.
+const UNKNOWN_PATH_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// A path counts as alive for loss reports if heard from this recently.
 const REPORT_ALIVE: Duration = Duration::from_secs(1);
@@ -110,7 +115,12 @@ impl Receiver {
 
     /// A data packet arriving on path `path` (the path it physically came
     /// in on; the header's path id must agree).
-    pub fn handle_datagram(&mut self, now: Instant, path: u8, bytes: &[u8]) -> Result<(), WireError> {
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        path: u8,
+        bytes: &[u8],
+    ) -> Result<(), WireError> {
         let parsed = Packet::parse(bytes);
         let (header, payload) = match parsed {
             Ok(Packet::Data { header, payload }) if header.path == path => (header, payload),
@@ -131,17 +141,22 @@ impl Receiver {
         p.received_packets += 1;
         p.received_bytes += bytes.len() as u64;
         p.last_heard = Some(now);
-        let mut known_lost = None;
+        let mut gap = None;
         if !p.started || pseq >= p.expected {
             if p.started && pseq > p.expected {
-                let gap = pseq - p.expected;
-                p.lost_packets += gap;
-                p.interval_lost = p.interval_lost.saturating_add(gap as u32);
-                // The packet just before this one on the path is among the lost.
-                known_lost = (header.prev_gap != 0)
-                    .then(|| header.gseq.checked_sub(u64::from(header.prev_gap)))
-                    .flatten();
+                let lost = pseq - p.expected;
+                p.lost_packets += lost;
+                p.interval_lost = p.interval_lost.saturating_add(lost as u32);
+                gap = Some(PathGap {
+                    after: p.last_gseq,
+                    lost,
+                    // The packet just before this one on the path is among the lost.
+                    last_lost: (header.prev_gap != 0)
+                        .then(|| header.gseq.checked_sub(u64::from(header.prev_gap)))
+                        .flatten(),
+                });
             }
+            p.last_gseq = Some(header.gseq);
             // Shift the ack bitmap to the new largest.
             let shift = if p.started { pseq - p.largest } else { 0 };
             p.bitmap = if shift == 0 {
@@ -166,14 +181,14 @@ impl Receiver {
         if p.ack_due.is_none() {
             p.ack_due = Some(now + self.config.max_ack_delay);
         }
-        let flush = p.unacked >= self.config.ack_every || known_lost.is_some();
+        let flush = p.unacked >= self.config.ack_every || gap.is_some();
         if flush {
             self.send_ack(now, usize::from(path));
         }
-        self.next_report.get_or_insert(now + self.config.report_interval);
+        self.next_report
+            .get_or_insert(now + self.config.report_interval);
         self.reseq.set_timeout(self.reseq_timeout());
-        self.reseq
-            .push(now, header.gseq, payload.to_vec(), known_lost);
+        self.reseq.push(now, header.gseq, payload.to_vec(), gap);
         Ok(())
     }
 
@@ -187,7 +202,14 @@ impl Receiver {
             (lo.min(p.owd.min_us() as f64), hi.max(p.owd.upper_us()))
         });
         let spread_us = if hi >= lo { hi - lo } else { 0.0 };
-        Duration::from_micros(spread_us as u64).max(Duration::from_millis(2)) + Duration::from_millis(1)
+        // A path not heard from yet may be the slowest: until every path has
+        // spoken, do not give up on a hole quickly.
+        let floor = if self.paths.iter().all(|p| p.owd.has_samples()) {
+            Duration::from_millis(2)
+        } else {
+            UNKNOWN_PATH_TIMEOUT
+        };
+        Duration::from_micros(spread_us as u64).max(floor) + Duration::from_millis(1)
     }
 
     fn send_ack(&mut self, now: Instant, index: usize) {

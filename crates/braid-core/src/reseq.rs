@@ -73,6 +73,20 @@ struct Held {
     arrived: Instant,
 }
 
+/// A hole in one path's own sequence, seen when a packet arrives after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathGap {
+    /// Global number of the last packet the path delivered before the hole.
+    pub after: Option<u64>,
+    /// How many of the path's packets are missing.
+    pub lost: u64,
+    /// Global number of the packet sent on the path just before this one.
+    pub last_lost: Option<u64>,
+}
+
+/// Widest hole whose numbers `note_gap` will walk.
+const MAX_GAP_SCAN: u64 = 1 << 16;
+
 /// How far below `next` the resequencer remembers what it skipped, to tell a
 /// late packet from a duplicate.
 const SKIP_MEMORY: u64 = 1 << 16;
@@ -128,17 +142,54 @@ impl Resequencer {
         self.held.len()
     }
 
-    /// Accepts a packet. `known_lost` is a global number the caller knows was
-    /// lost (from a per-path sequence gap).
-    pub fn push(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, known_lost: Option<u64>) {
-        if let Some(l) = known_lost.filter(|&l| l >= self.next && l != gseq) {
-            if !self.held.contains_key(&l) {
-                self.known_lost.insert(l);
-            }
+    /// Accepts a packet; `gap` describes a hole in its path's own sequence
+    /// just before it.
+    pub fn push(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, gap: Option<PathGap>) {
+        if let Some(gap) = gap {
+            self.note_gap(gseq, gap);
         }
         match self.config.mode {
             ReseqMode::PassThrough => self.push_pass_through(gseq, payload),
             ReseqMode::Ordered => self.push_ordered(now, gseq, payload),
+        }
+    }
+
+    fn mark_lost(&mut self, g: u64) {
+        if g >= self.next && !self.held.contains_key(&g) && !self.seen_ahead.contains(&g) {
+            self.known_lost.insert(g);
+        }
+    }
+
+    /// Turns a per-path gap into known losses. The packet sent just before
+    /// this one on the path is lost for sure. Beyond that: the path's lost
+    /// packets all lie between the last one it delivered (`after`) and this
+    /// one; if exactly as many numbers are missing there as the path lost,
+    /// every missing number there is one of them.
+    fn note_gap(&mut self, gseq: u64, gap: PathGap) {
+        if let Some(l) = gap.last_lost.filter(|&l| l < gseq) {
+            self.mark_lost(l);
+        }
+        let Some(after) = gap.after.filter(|&a| a < gseq) else {
+            return;
+        };
+        let (lo, hi) = (after + 1, gseq);
+        // Numbers of the hole already given up on may have been this path's:
+        // then the counts no longer pin anything down.
+        let resolved_end = hi.min(self.next);
+        let skipped_some =
+            lo < resolved_end && self.skipped.range(lo..resolved_end).next().is_some();
+        if hi - lo > MAX_GAP_SCAN || skipped_some {
+            return;
+        }
+        let start = lo.max(self.next);
+        if start >= hi {
+            return;
+        }
+        let present = self.held.range(start..hi).count() + self.seen_ahead.range(start..hi).count();
+        if hi - start - present as u64 == gap.lost {
+            for g in start..hi {
+                self.mark_lost(g);
+            }
         }
     }
 
@@ -190,7 +241,13 @@ impl Resequencer {
         }
         self.known_lost.remove(&gseq);
         self.held_bytes += payload.len();
-        self.held.insert(gseq, Held { payload, arrived: now });
+        self.held.insert(
+            gseq,
+            Held {
+                payload,
+                arrived: now,
+            },
+        );
         self.release_in_order(now);
         self.enforce_bounds(now);
         self.update_timer(now);

@@ -180,7 +180,11 @@ impl Sender {
 
     fn drop_stale(&mut self, now: Instant) {
         let limit = self.max_queue_delay();
-        while self.queue.front().is_some_and(|q| now - q.enqueued >= limit) {
+        while self
+            .queue
+            .front()
+            .is_some_and(|q| now - q.enqueued >= limit)
+        {
             let q = self.queue.pop_front().expect("front exists");
             self.queue_bytes -= q.payload.len();
             self.counters.dropped_stale += 1;
@@ -189,21 +193,22 @@ impl Sender {
 
     fn refresh_views(&mut self, now: Instant, bytes: u64) {
         self.views.clear();
-        self.views.extend(self.paths.iter().enumerate().map(|(i, p)| PathView {
-            index: i,
-            cwnd_open: p.cwnd_open(bytes),
-            can_send: p.can_send(now, bytes),
-            ready_at: p.pacing_ready_at().max(now),
-            cwnd_bytes: p.cc().cwnd_bytes(),
-            in_flight_bytes: p.bytes_in_flight(),
-            srtt: p.rtt.srtt(),
-            min_rtt: p.rtt.min_rtt(),
-            owd_us: p.owd.has_samples().then(|| p.owd.smoothed_us()),
-            bandwidth_bps: p.bandwidth_bps(),
-            kalman_bps: p.kalman.estimate_bps(),
-            cost: p.cost,
-            suspect: p.is_suspect(),
-        }));
+        self.views
+            .extend(self.paths.iter().enumerate().map(|(i, p)| PathView {
+                index: i,
+                cwnd_open: p.cwnd_open(bytes),
+                can_send: p.can_send(now, bytes),
+                ready_at: p.pacing_ready_at().max(now),
+                cwnd_bytes: p.cc().cwnd_bytes(),
+                in_flight_bytes: p.bytes_in_flight(),
+                srtt: p.rtt.srtt(),
+                min_rtt: p.rtt.min_rtt(),
+                owd_us: p.owd.has_samples().then(|| p.owd.smoothed_us()),
+                bandwidth_bps: p.bandwidth_bps(),
+                kalman_bps: p.kalman.estimate_bps(),
+                cost: p.cost,
+                suspect: p.is_suspect(),
+            }));
     }
 
     /// Hands queued datagrams to the scheduler until it waits or the queue empties.
@@ -242,7 +247,15 @@ impl Sender {
         }
     }
 
-    fn transmit(&mut self, now: Instant, index: usize, gseq: u64, payload: &[u8], wire_bytes: u64, app_limited: bool) {
+    fn transmit(
+        &mut self,
+        now: Instant,
+        index: usize,
+        gseq: u64,
+        payload: &[u8],
+        wire_bytes: u64,
+        app_limited: bool,
+    ) {
         let path = &mut self.paths[index];
         let stamp = path.on_sent(now, gseq, wire_bytes, app_limited);
         let header = DataHeader {

@@ -106,12 +106,14 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or(
-            WireError::Truncated {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or(WireError::Truncated {
                 needed: self.pos + n,
                 have: self.buf.len(),
-            },
-        )?;
+            })?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -337,8 +339,16 @@ mod tests {
             Frame::LossReport(LossReport {
                 report_seq: 5,
                 entries: vec![
-                    LossEntry { path: 0, received: 100, lost: 2 },
-                    LossEntry { path: 1, received: 50, lost: 0 },
+                    LossEntry {
+                        path: 0,
+                        received: 100,
+                        lost: 2,
+                    },
+                    LossEntry {
+                        path: 1,
+                        received: 50,
+                        lost: 0,
+                    },
                 ],
             }),
         ];
@@ -352,7 +362,10 @@ mod tests {
 
     #[test]
     fn malformed_inputs_are_errors() {
-        assert!(matches!(Packet::parse(&[]), Err(WireError::Truncated { .. })));
+        assert!(matches!(
+            Packet::parse(&[]),
+            Err(WireError::Truncated { .. })
+        ));
         assert_eq!(Packet::parse(&[0x21]), Err(WireError::Version(2)));
         assert_eq!(Packet::parse(&[0x1f]), Err(WireError::PacketType(15)));
         let mut buf = [0u8; 64];

@@ -43,9 +43,16 @@ pub struct LinkCounters {
 
 #[derive(Debug)]
 enum Server {
-    Rate { bps: f64, busy_until: Duration },
+    Rate {
+        bps: f64,
+        busy_until: Duration,
+    },
     /// Next unused opportunity and the bytes left in it.
-    Trace { trace: Trace, next_op: u64, left: u64 },
+    Trace {
+        trace: Trace,
+        next_op: u64,
+        left: u64,
+    },
 }
 
 #[derive(Debug)]
@@ -218,15 +225,26 @@ mod tests {
 
     fn link(spec: &str) -> Link {
         let s = PathSpec::parse(spec).unwrap();
-        Link::new(&s.up, &s.blackouts, Duration::from_millis(100), ChaCha8Rng::seed_from_u64(1))
+        Link::new(
+            &s.up,
+            &s.blackouts,
+            Duration::from_millis(100),
+            ChaCha8Rng::seed_from_u64(1),
+        )
     }
 
     #[test]
     fn serializes_at_rate_and_adds_delay() {
         let mut l = link("8mbit,10ms");
         // 1000 bytes at 8 Mbit/s = 1 ms.
-        assert_eq!(l.offer(Duration::ZERO, 1000), Offer::Arrives(Duration::from_millis(11)));
-        assert_eq!(l.offer(Duration::ZERO, 1000), Offer::Arrives(Duration::from_millis(12)));
+        assert_eq!(
+            l.offer(Duration::ZERO, 1000),
+            Offer::Arrives(Duration::from_millis(11))
+        );
+        assert_eq!(
+            l.offer(Duration::ZERO, 1000),
+            Offer::Arrives(Duration::from_millis(12))
+        );
         assert_eq!(
             l.offer(Duration::from_millis(5), 1000),
             Offer::Arrives(Duration::from_millis(16))
@@ -238,7 +256,10 @@ mod tests {
         let mut l = link("8mbit,10ms,queue=3");
         let outcomes: Vec<Offer> = (0..5).map(|_| l.offer(Duration::ZERO, 1500)).collect();
         assert_eq!(
-            outcomes.iter().filter(|o| **o == Offer::Dropped(Drop::Queue)).count(),
+            outcomes
+                .iter()
+                .filter(|o| **o == Offer::Dropped(Drop::Queue))
+                .count(),
             2
         );
     }
@@ -246,12 +267,18 @@ mod tests {
     #[test]
     fn blackout_drops_inside_only() {
         let mut l = link("8mbit,1ms,blackout=1s+1s");
-        assert!(matches!(l.offer(Duration::from_millis(500), 100), Offer::Arrives(_)));
+        assert!(matches!(
+            l.offer(Duration::from_millis(500), 100),
+            Offer::Arrives(_)
+        ));
         assert_eq!(
             l.offer(Duration::from_millis(1500), 100),
             Offer::Dropped(Drop::Blackout)
         );
-        assert!(matches!(l.offer(Duration::from_millis(2000), 100), Offer::Arrives(_)));
+        assert!(matches!(
+            l.offer(Duration::from_millis(2000), 100),
+            Offer::Arrives(_)
+        ));
     }
 
     #[test]
@@ -274,7 +301,9 @@ mod tests {
         let mut l = link("1gbit,1ms,ge=1%:9%:100%,queue=100000");
         let n = 200_000;
         let outcomes: Vec<bool> = (0..n)
-            .map(|i| l.offer(Duration::from_micros(i as u64 * 20), 100) == Offer::Dropped(Drop::Loss))
+            .map(|i| {
+                l.offer(Duration::from_micros(i as u64 * 20), 100) == Offer::Dropped(Drop::Loss)
+            })
             .collect();
         let rate = outcomes.iter().filter(|x| **x).count() as f64 / n as f64;
         assert!((rate - 0.10).abs() < 0.02, "{rate}");

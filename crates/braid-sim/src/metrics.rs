@@ -21,7 +21,11 @@ pub struct Percentiles {
 impl Percentiles {
     fn of_micros(mut v: Vec<u32>) -> Percentiles {
         if v.is_empty() {
-            return Percentiles { p50: 0.0, p99: 0.0, max: 0.0 };
+            return Percentiles {
+                p50: 0.0,
+                p99: 0.0,
+                max: 0.0,
+            };
         }
         v.sort_unstable();
         let at = |q: f64| f64::from(v[((v.len() - 1) as f64 * q).round() as usize]) / 1e3;
@@ -67,6 +71,10 @@ pub struct Report {
     pub reorder_delay_ms: Percentiles,
     pub latency_ms: Percentiles,
     pub stall_max_ms: f64,
+    /// Datagrams the sender dropped: its queue was full or they waited too long.
+    pub sender_queue_drops: u64,
+    /// Datagrams the scheduler dropped (no path could take them).
+    pub scheduler_drops: u64,
     pub paths: Vec<PathReport>,
     /// Per time bin: start (s), per-path throughput (bit/s), in-order goodput (bit/s).
     pub series: Series,
@@ -159,9 +167,11 @@ impl Metrics {
         let Some(bin) = self.bin_of(now) else { return };
         let bytes = d.payload.len() as u64;
         self.goodput_bytes += bytes;
-        self.held_us.push(d.held.as_micros().min(u128::from(u32::MAX)) as u32);
+        self.held_us
+            .push(d.held.as_micros().min(u128::from(u32::MAX)) as u32);
         let latency = now.saturating_sub(self.sent_at[app_seq as usize]);
-        self.latency_us.push(latency.as_micros().min(u128::from(u32::MAX)) as u32);
+        self.latency_us
+            .push(latency.as_micros().min(u128::from(u32::MAX)) as u32);
         if d.in_order {
             self.in_order_bytes += bytes;
             self.in_order_bins[bin] += bytes;
@@ -244,6 +254,8 @@ impl Metrics {
             reorder_delay_ms: Percentiles::of_micros(std::mem::take(&mut self.held_us)),
             latency_ms: Percentiles::of_micros(std::mem::take(&mut self.latency_us)),
             stall_max_ms: self.stall_max.as_secs_f64() * 1e3,
+            sender_queue_drops: sender.counters.dropped_stale + sender.counters.rejected_queue_full,
+            scheduler_drops: sender.counters.dropped_by_scheduler,
             paths,
             series: Series {
                 bin_s: bin_secs,

@@ -144,8 +144,18 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         .iter()
         .map(|p| {
             let rtt = p.up.delay + p.down.delay;
-            let up = Link::new(&p.up, &p.blackouts, rtt, ChaCha8Rng::from_rng(&mut master).expect("chacha"));
-            let down = Link::new(&p.down, &p.blackouts, rtt, ChaCha8Rng::from_rng(&mut master).expect("chacha"));
+            let up = Link::new(
+                &p.up,
+                &p.blackouts,
+                rtt,
+                ChaCha8Rng::from_rng(&mut master).expect("chacha"),
+            );
+            let down = Link::new(
+                &p.down,
+                &p.blackouts,
+                rtt,
+                ChaCha8Rng::from_rng(&mut master).expect("chacha"),
+            );
             (up, down)
         })
         .collect();
@@ -202,7 +212,11 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             let Reverse(e) = events.pop().expect("peeked");
             match e.hop {
                 Hop::Up => {
-                    metrics.on_path_arrival(usize::from(e.path), now, e.data.len() + IP_UDP_OVERHEAD);
+                    metrics.on_path_arrival(
+                        usize::from(e.path),
+                        now,
+                        e.data.len() + IP_UDP_OVERHEAD,
+                    );
                     // Malformed input is counted by the receiver.
                     let _ = receiver.handle_datagram(at, e.path, &e.data);
                 }
@@ -223,14 +237,26 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             let link = &mut links[usize::from(tx.path)].0;
             if let Offer::Arrives(arr) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
                 seq += 1;
-                events.push(Reverse(Event { at: arr, seq, hop: Hop::Up, path: tx.path, data: tx.data }));
+                events.push(Reverse(Event {
+                    at: arr,
+                    seq,
+                    hop: Hop::Up,
+                    path: tx.path,
+                    data: tx.data,
+                }));
             }
         }
         while let Some(tx) = receiver.poll_transmit() {
             let link = &mut links[usize::from(tx.path)].1;
             if let Offer::Arrives(arr) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
                 seq += 1;
-                events.push(Reverse(Event { at: arr, seq, hop: Hop::Down, path: tx.path, data: tx.data }));
+                events.push(Reverse(Event {
+                    at: arr,
+                    seq,
+                    hop: Hop::Down,
+                    path: tx.path,
+                    data: tx.data,
+                }));
             }
         }
         while let Some(d) = receiver.poll_deliver() {

@@ -128,7 +128,9 @@ pub struct PathSpec {
 impl PathSpec {
     /// The path's name, or `p{index+1}` when the spec gives none.
     pub fn name_or_default(&self, index: usize) -> String {
-        self.name.clone().unwrap_or_else(|| format!("p{}", index + 1))
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("p{}", index + 1))
     }
 
     pub fn in_blackout(&self, t: Duration) -> bool {
@@ -175,7 +177,8 @@ impl PathSpec {
                 edges.sort_by_key(|b| b.start);
                 for b in edges {
                     let s = b.start.clamp(cursor, to);
-                    bits += t.opportunities_between(cursor, s) * crate::trace::OPPORTUNITY_BYTES * 8;
+                    bits +=
+                        t.opportunities_between(cursor, s) * crate::trace::OPPORTUNITY_BYTES * 8;
                     cursor = cursor.max((b.start + b.len).min(to));
                 }
                 bits += t.opportunities_between(cursor, to) * crate::trace::OPPORTUNITY_BYTES * 8;
@@ -187,7 +190,7 @@ impl PathSpec {
     /// Parses a SPEC. Trace files named in it are read at once, relative to
     /// the working directory.
     pub fn parse(spec: &str) -> Result<PathSpec, SpecError> {
-        PathSpec::parse_with(spec, |p| Trace::load(p))
+        PathSpec::parse_with(spec, Trace::load)
     }
 
     /// Parses a SPEC, loading trace files with `load`.
@@ -196,20 +199,34 @@ impl PathSpec {
         mut load: impl FnMut(&Path) -> Result<Trace, TraceError>,
     ) -> Result<PathSpec, SpecError> {
         let mut fields = spec.split(',').map(str::trim);
-        let first = fields.next().filter(|f| !f.is_empty()).ok_or(SpecError::Empty)?;
+        let first = fields
+            .next()
+            .filter(|f| !f.is_empty())
+            .ok_or(SpecError::Empty)?;
         let (cap_up, cap_down) = if let Some(files) = first.strip_prefix("trace=") {
             let (u, d) = split_dir(files)?;
             let tu = load(Path::new(u))?;
-            let td = if d == u { tu.clone() } else { load(Path::new(d))? };
+            let td = if d == u {
+                tu.clone()
+            } else {
+                load(Path::new(d))?
+            };
             (Capacity::Trace(tu), Capacity::Trace(td))
         } else {
             let (u, d) = split_dir(first)?;
             (
-                Capacity::Rate { bps: parse_rate(u)? },
-                Capacity::Rate { bps: parse_rate(d)? },
+                Capacity::Rate {
+                    bps: parse_rate(u)?,
+                },
+                Capacity::Rate {
+                    bps: parse_rate(d)?,
+                },
             )
         };
-        let delay_field = fields.next().filter(|f| !f.contains('=')).ok_or(SpecError::MissingDelay)?;
+        let delay_field = fields
+            .next()
+            .filter(|f| !f.contains('='))
+            .ok_or(SpecError::MissingDelay)?;
         let (du, dd) = split_dir(delay_field)?;
         let mut up = LinkSpec::new(cap_up, parse_duration(du)?);
         let mut down = LinkSpec::new(cap_down, parse_duration(dd)?);
@@ -259,7 +276,9 @@ impl PathSpec {
                     down.queue = Some(parse_queue(d)?);
                 }
                 "cost" => {
-                    let c: f64 = value.parse().map_err(|_| SpecError::Cost(value.to_owned()))?;
+                    let c: f64 = value
+                        .parse()
+                        .map_err(|_| SpecError::Cost(value.to_owned()))?;
                     if !(c.is_finite() && c > 0.0) {
                         return Err(SpecError::Cost(value.to_owned()));
                     }
@@ -343,7 +362,7 @@ pub fn parse_rate(s: &str) -> Result<u64, SpecError> {
         _ => return Err(err()),
     };
     let bps = n * mult;
-    if !(bps.is_finite() && bps >= 1.0 && bps <= 1e12) {
+    if !(bps.is_finite() && (1.0..=1e12).contains(&bps)) {
         return Err(err());
     }
     Ok(bps.round() as u64)
@@ -362,7 +381,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, SpecError> {
         "" if n == 0.0 => 0.0,
         _ => return Err(err()),
     };
-    if !(secs.is_finite() && secs >= 0.0 && secs < 1e7) {
+    if !(secs.is_finite() && (0.0..1e7).contains(&secs)) {
         return Err(err());
     }
     Ok(Duration::from_secs_f64(secs))
@@ -445,7 +464,10 @@ mod tests {
         assert_eq!(s.up.delay, Duration::from_millis(10));
         assert_eq!(s.down.jitter, Duration::from_millis(2));
         assert!((s.up.loss - 0.01).abs() < 1e-12 && (s.down.loss - 0.005).abs() < 1e-12);
-        assert_eq!(s.up.queue, Some(QueueLimit::Time(Duration::from_millis(50))));
+        assert_eq!(
+            s.up.queue,
+            Some(QueueLimit::Time(Duration::from_millis(50)))
+        );
         assert_eq!(s.blackouts.len(), 2);
         assert_eq!(s.cost, 3.0);
         assert_eq!(s.name.as_deref(), Some("dsl"));
@@ -490,10 +512,16 @@ mod tests {
             "8mbit,10ms,ge=1%",
             "8mbit,xx",
         ] {
-            assert!(PathSpec::parse_with(bad, no_traces).is_err(), "{bad:?} parsed");
+            assert!(
+                PathSpec::parse_with(bad, no_traces).is_err(),
+                "{bad:?} parsed"
+            );
         }
         let missing = PathSpec::parse("trace=/nonexistent/trace,10ms").unwrap_err();
-        assert!(missing.to_string().contains("/nonexistent/trace"), "{missing}");
+        assert!(
+            missing.to_string().contains("/nonexistent/trace"),
+            "{missing}"
+        );
     }
 
     #[test]

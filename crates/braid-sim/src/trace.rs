@@ -59,11 +59,17 @@ impl Trace {
             if line.is_empty() {
                 continue;
             }
-            let t: u32 = line
-                .parse()
-                .map_err(|_| (i + 1, format!("expected a millisecond timestamp, found {line:?}")))?;
+            let t: u32 = line.parse().map_err(|_| {
+                (
+                    i + 1,
+                    format!("expected a millisecond timestamp, found {line:?}"),
+                )
+            })?;
             if t < last {
-                return Err((i + 1, format!("timestamp {t} goes backwards (after {last})")));
+                return Err((
+                    i + 1,
+                    format!("timestamp {t} goes backwards (after {last})"),
+                ));
             }
             last = t;
             ops.push(t);
@@ -92,7 +98,8 @@ impl Trace {
     /// Number of delivery opportunities in `[from, to)` since the trace start,
     /// counting repetitions.
     pub fn opportunities_between(&self, from: Duration, to: Duration) -> u64 {
-        self.count_before(to).saturating_sub(self.count_before(from))
+        self.count_before(to)
+            .saturating_sub(self.count_before(from))
     }
 
     /// Capacity in bits per second over `[from, to)`.
@@ -118,7 +125,9 @@ impl Trace {
         // `t` itself when `rem == 0`, so they are not before `t`.
         let at_period_end = if rem == 0 && full > 0 {
             let n = self.opportunities_ms.len();
-            (n - self.opportunities_ms.partition_point(|&o| o < self.period_ms)) as u64
+            (n - self
+                .opportunities_ms
+                .partition_point(|&o| o < self.period_ms)) as u64
         } else {
             0
         };
@@ -130,7 +139,9 @@ impl Trace {
         let per_period = self.opportunities_ms.len() as u64;
         let rep = n / per_period;
         let idx = (n % per_period) as usize;
-        Duration::from_millis(rep * u64::from(self.period_ms) + u64::from(self.opportunities_ms[idx]))
+        Duration::from_millis(
+            rep * u64::from(self.period_ms) + u64::from(self.opportunities_ms[idx]),
+        )
     }
 
     /// Index of the first opportunity at or after `t`.
@@ -149,8 +160,14 @@ mod tests {
     fn parses_and_counts_repeating() {
         let t = Trace::parse("t", "0\n0\n5\n10\n").unwrap();
         assert_eq!(t.period(), Duration::from_millis(10));
-        assert_eq!(t.opportunities_between(Duration::ZERO, Duration::from_millis(10)), 3);
-        assert_eq!(t.opportunities_between(Duration::ZERO, Duration::from_millis(20)), 7);
+        assert_eq!(
+            t.opportunities_between(Duration::ZERO, Duration::from_millis(10)),
+            3
+        );
+        assert_eq!(
+            t.opportunities_between(Duration::ZERO, Duration::from_millis(20)),
+            7
+        );
         assert_eq!(t.opportunity_time(4), Duration::from_millis(10));
         assert_eq!(t.opportunity_time(6), Duration::from_millis(15));
         assert_eq!(t.opportunity_time(7), Duration::from_millis(20));

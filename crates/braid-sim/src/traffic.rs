@@ -12,9 +12,18 @@ use crate::spec::{parse_duration, parse_rate, SpecError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrafficSpec {
-    Cbr { bps: f64 },
-    CbrFraction { fraction: f64 },
-    Ramp { from_bps: f64, to_bps: f64, rise: Duration, hold: Duration },
+    Cbr {
+        bps: f64,
+    },
+    CbrFraction {
+        fraction: f64,
+    },
+    Ramp {
+        from_bps: f64,
+        to_bps: f64,
+        rise: Duration,
+        hold: Duration,
+    },
     Elastic,
 }
 
@@ -43,7 +52,9 @@ impl TrafficSpec {
                     .ok()
                     .filter(|f: &f64| f.is_finite() && *f > 0.0 && *f <= 1000.0)
                     .ok_or_else(syntax)?;
-                Ok(TrafficSpec::CbrFraction { fraction: f / 100.0 })
+                Ok(TrafficSpec::CbrFraction {
+                    fraction: f / 100.0,
+                })
             }
             ["cbr", rate] => Ok(TrafficSpec::Cbr {
                 bps: parse_rate(rate).map_err(value)? as f64,
@@ -101,7 +112,9 @@ impl Source {
                 let step = |d: Duration| {
                     // Exponential in whole 200 ms steps.
                     let steps = (rise.as_secs_f64() / RAMP_STEP.as_secs_f64()).max(1.0);
-                    let k = (d.as_secs_f64() / RAMP_STEP.as_secs_f64()).floor().min(steps);
+                    let k = (d.as_secs_f64() / RAMP_STEP.as_secs_f64())
+                        .floor()
+                        .min(steps);
                     from_bps * (to_bps / from_bps).powf(k / steps)
                 };
                 if t < rise {
@@ -136,14 +149,24 @@ mod tests {
 
     #[test]
     fn parses() {
-        assert_eq!(TrafficSpec::parse("cbr:10mbit").unwrap(), TrafficSpec::Cbr { bps: 1e7 });
+        assert_eq!(
+            TrafficSpec::parse("cbr:10mbit").unwrap(),
+            TrafficSpec::Cbr { bps: 1e7 }
+        );
         assert_eq!(
             TrafficSpec::parse("cbr:95%").unwrap(),
             TrafficSpec::CbrFraction { fraction: 0.95 }
         );
         assert_eq!(TrafficSpec::parse("elastic").unwrap(), TrafficSpec::Elastic);
         assert!(TrafficSpec::parse("ramp:63mbit:105mbit:15s:10s").is_ok());
-        for bad in ["", "cbr", "cbr:x", "cbr:0%", "ramp:1mbit:2mbit:1s", "poisson:1mbit"] {
+        for bad in [
+            "",
+            "cbr",
+            "cbr:x",
+            "cbr:0%",
+            "ramp:1mbit:2mbit:1s",
+            "poisson:1mbit",
+        ] {
             assert!(TrafficSpec::parse(bad).is_err(), "{bad}");
         }
     }
@@ -157,11 +180,18 @@ mod tests {
 
     #[test]
     fn ramp_rises_holds_falls() {
-        let s = Source::new(TrafficSpec::parse("ramp:63mbit:105mbit:15s:10s").unwrap(), 0.0, 1000);
+        let s = Source::new(
+            TrafficSpec::parse("ramp:63mbit:105mbit:15s:10s").unwrap(),
+            0.0,
+            1000,
+        );
         let r = |secs: f64| s.rate_at(Duration::from_secs_f64(secs));
         assert_eq!(r(0.0), 63e6);
         assert!(r(7.5) > 63e6 && r(7.5) < 105e6);
-        assert!(r(7.5) < (63e6 + 105e6) / 2.0, "exponential rise is below linear");
+        assert!(
+            r(7.5) < (63e6 + 105e6) / 2.0,
+            "exponential rise is below linear"
+        );
         assert_eq!(r(20.0), 105e6);
         assert!((r(32.5) - r(7.5)).abs() < 1.0, "fall mirrors the rise");
         assert_eq!(r(45.0), 63e6);

@@ -64,7 +64,11 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
         .iter()
         .map(|p| PathSpec::parse(p).map_err(|e| Failure::Usage(format!("--path {p}: {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut names: Vec<String> = paths.iter().enumerate().map(|(i, p)| p.name_or_default(i)).collect();
+    let mut names: Vec<String> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| p.name_or_default(i))
+        .collect();
     names.sort();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
         return Err(Failure::Usage(format!("two paths are named {:?}", w[0])));
@@ -72,7 +76,11 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
     let mut s = Scenario::new(paths);
     s.scheduler = args.scheduler.clone();
     s.cc = CcKind::parse(&args.cc).ok_or_else(|| {
-        Failure::Usage(format!("unknown --cc {:?} (known: {})", args.cc, CcKind::NAMES.join(", ")))
+        Failure::Usage(format!(
+            "unknown --cc {:?} (known: {})",
+            args.cc,
+            CcKind::NAMES.join(", ")
+        ))
     })?;
     s.traffic = TrafficSpec::parse(&args.traffic).map_err(|e| usage(&e))?;
     s.duration = parse_duration(&args.duration).map_err(|e| usage(&e))?;
@@ -104,7 +112,8 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         crate::plot::draw(&report, file).map_err(Failure::Runtime)?;
     }
     if args.json {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
+        let json =
+            serde_json::to_string_pretty(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
         println!("{json}");
     } else {
         print!("{}", crate::table::render(&report, &args.traffic));

@@ -29,7 +29,10 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     let parse = |s: &str| PathSpec::parse(s).map_err(|e| Failure::Runtime(e.to_string()));
     let (dsl, lte) = (parse(DSL)?, parse(LTE)?);
     println!("braid demo: an upload over {DSL} and {LTE}, offered more than both can carry.\n");
-    println!("{:<22} {:>14} {:>14} {:>9} {:>12}", "run", "goodput", "in order", "loss", "reorder p99");
+    println!(
+        "{:<22} {:>14} {:>14} {:>9} {:>12}",
+        "run", "goodput", "in order", "loss", "reorder p99"
+    );
     let mut bonded = None;
     for (label, paths) in [
         ("dsl alone", vec![dsl.clone()]),

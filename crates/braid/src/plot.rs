@@ -18,10 +18,13 @@ fn load_font() -> Result<(), String> {
     let bytes = FONT_PATHS
         .iter()
         .find_map(|p| std::fs::read(p).ok())
-        .ok_or("--plot needs the DejaVu Sans font (Debian/Ubuntu: apt-get install fonts-dejavu-core)")?;
+        .ok_or(
+            "--plot needs the DejaVu Sans font (Debian/Ubuntu: apt-get install fonts-dejavu-core)",
+        )?;
     // plotters keeps the font for the life of the process.
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-    register_font("sans-serif", FontStyle::Normal, bytes).map_err(|_| "unreadable font file".to_owned())
+    register_font("sans-serif", FontStyle::Normal, bytes)
+        .map_err(|_| "unreadable font file".to_owned())
 }
 
 pub fn draw(r: &Report, file: &Path) -> Result<(), String> {
@@ -68,10 +71,15 @@ pub fn draw(r: &Report, file: &Path) -> Result<(), String> {
             .draw_series(LineSeries::new(points(series), color.stroke_width(2)))
             .map_err(|e| err(&e))?
             .label(format!("{} throughput", path.name))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
     }
     chart
-        .draw_series(LineSeries::new(points(&r.series.in_order_goodput_bps), BLACK.stroke_width(2)))
+        .draw_series(LineSeries::new(
+            points(&r.series.in_order_goodput_bps),
+            BLACK.stroke_width(2),
+        ))
         .map_err(|e| err(&e))?
         .label("in-order goodput")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));

@@ -51,6 +51,10 @@ pub struct Bbr {
     full_bw_rounds: u32,
     cycle_index: usize,
     cycle_stamp: Instant,
+    /// Bandwidth estimate when the current gain phase began.
+    cycle_start_bw: f64,
+    /// Bandwidth estimate when the last probe (gain 1.25) began.
+    probe_start_bw: f64,
     cwnd: u64,
     /// After a timeout the window collapses to probe the path until acks return.
     in_timeout: bool,
@@ -75,6 +79,8 @@ impl Bbr {
             full_bw_rounds: 0,
             cycle_index: 0,
             cycle_stamp: Instant::ZERO,
+            cycle_start_bw: 0.0,
+            probe_start_bw: 0.0,
             cwnd: INITIAL_CWND,
             in_timeout: false,
         }
@@ -122,8 +128,22 @@ impl Bbr {
             Mode::ProbeBw => {
                 let phase = self.min_rtt.unwrap_or(INITIAL_RTT_GUESS);
                 if now - self.cycle_stamp >= phase {
-                    self.cycle_index = (self.cycle_index + 1) % CYCLE_GAINS.len();
+                    let bw = self.max_bw.get().unwrap_or(0.0);
+                    // The samples of a probe (phase 0) return during the
+                    // phase after it. If the probe found 10 % more, probe
+                    // again at once (as BBR v2's ProbeBW_UP keeps climbing):
+                    // when a sibling path fails and its load arrives here,
+                    // the rate climbs in a few RTTs, not a few 8-RTT cycles.
+                    self.cycle_index = match self.cycle_index {
+                        0 => {
+                            self.probe_start_bw = self.cycle_start_bw;
+                            1
+                        }
+                        1 if bw >= self.probe_start_bw * 1.1 => 0,
+                        i => (i + 1) % CYCLE_GAINS.len(),
+                    };
                     self.cycle_stamp = now;
+                    self.cycle_start_bw = bw;
                 }
             }
             _ => {}

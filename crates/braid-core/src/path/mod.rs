@@ -334,7 +334,10 @@ mod tests {
     fn widen_handles_wrap() {
         assert_eq!(PathSender::widen_pseq(5, 10), 5);
         assert_eq!(PathSender::widen_pseq(2, (1 << 32) + 1), (1 << 32) + 2);
-        assert_eq!(PathSender::widen_pseq(u32::MAX, (1 << 32) + 3), u64::from(u32::MAX));
+        assert_eq!(
+            PathSender::widen_pseq(u32::MAX, (1 << 32) + 3),
+            u64::from(u32::MAX)
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ impl RttEstimator {
             }
             // RFC 6298 (2.3): alpha = 1/8, beta = 1/4.
             Some(srtt) => {
-                let err = if srtt > rtt { srtt - rtt } else { rtt - srtt };
+                let err = srtt.abs_diff(rtt);
                 self.rttvar = (self.rttvar * 3 + err) / 4;
                 self.srtt = Some((srtt * 7 + rtt) / 8);
             }

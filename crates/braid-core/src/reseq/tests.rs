@@ -49,9 +49,42 @@ fn known_loss_releases_at_once() {
     r.push(at(1), 2, vec![2], None);
     assert_eq!(gseqs(&drain(&mut r)), vec![0]);
     // Packet 3 arrives on the path that carried 1, with a gap: 1 was lost.
-    r.push(at(2), 3, vec![3], Some(1));
+    r.push(
+        at(2),
+        3,
+        vec![3],
+        Some(PathGap {
+            after: None,
+            lost: 1,
+            last_lost: Some(1),
+        }),
+    );
     assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
     assert_eq!(r.counters.skipped, 1);
+}
+
+#[test]
+fn burst_loss_on_a_path_resolves_when_counts_match() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // Path A carried 0, 2, 3, 4, 6; path B carried 1, 5. A loses 2, 3, 4.
+    r.push(at(0), 0, vec![], None);
+    r.push(at(1), 1, vec![], None);
+    r.push(at(1), 5, vec![], None);
+    let gap = PathGap {
+        after: Some(0),
+        lost: 3,
+        last_lost: Some(4),
+    };
+    r.push(at(2), 6, vec![], Some(gap));
+    // Missing in (0, 6): 2, 3, 4 = three, as many as A lost: all released.
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 5, 6]);
+    // Had B's 5 not arrived yet, 5 could still be on B: only 4 is certain.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![], None);
+    r.push(at(1), 1, vec![], None);
+    r.push(at(2), 6, vec![], Some(gap));
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1]);
+    assert_eq!(r.held_packets(), 1);
 }
 
 #[test]
@@ -120,8 +153,11 @@ struct Sent {
 /// different delays, some lost, some duplicated (redundant sending).
 fn scenario() -> impl Strategy<Value = Vec<Sent>> {
     let paths = proptest::collection::vec(1u64..60, 1..=3);
-    (paths, proptest::collection::vec((0usize..3, 0u32..100, 0u64..3), 1..300)).prop_map(
-        |(delays, pkts)| {
+    (
+        paths,
+        proptest::collection::vec((0usize..3, 0u32..100, 0u64..3), 1..300),
+    )
+        .prop_map(|(delays, pkts)| {
             let mut last_arrival = vec![0u64; delays.len()];
             let mut out = Vec::new();
             for (i, (path, loss_roll, gap)) in pkts.into_iter().enumerate() {
@@ -136,22 +172,30 @@ fn scenario() -> impl Strategy<Value = Vec<Sent>> {
                 });
             }
             out
-        },
-    )
+        })
 }
 
 fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequencer) {
     let mut r = Resequencer::new(config);
     r.set_timeout(ms(15));
-    // Per path: the previous packet's number and whether it arrived, to derive
-    // the known-lost hint the receiver would give (prev_gap).
-    let mut arrivals: Vec<(u64, &Sent, Option<u64>)> = Vec::new();
+    // Per path, the gap the receiver would report before each arrival.
+    let mut arrivals: Vec<(u64, &Sent, Option<PathGap>)> = Vec::new();
     let mut prev_on_path: Vec<Option<&Sent>> = vec![None; 3];
+    let mut last_arrived: Vec<Option<u64>> = vec![None; 3];
+    let mut lost_run = vec![0u64; 3];
     for s in sent {
         let prev = prev_on_path[s.path];
         if let Some(a) = s.arrival {
-            let hint = prev.filter(|p| p.arrival.is_none()).map(|p| p.gseq);
-            arrivals.push((a, s, hint));
+            let gap = (lost_run[s.path] > 0).then(|| PathGap {
+                after: last_arrived[s.path],
+                lost: lost_run[s.path],
+                last_lost: prev.map(|p| p.gseq),
+            });
+            arrivals.push((a, s, gap));
+            last_arrived[s.path] = Some(s.gseq);
+            lost_run[s.path] = 0;
+        } else {
+            lost_run[s.path] += 1;
         }
         prev_on_path[s.path] = Some(s);
     }

@@ -119,7 +119,10 @@ mod tests {
     #[test]
     fn faster_and_cheaper_paths_get_more_segments() {
         // Equal paths: equal loads.
-        assert_eq!(Batcp::loads(0.5, &[10.0, 10.0], &[1.0, 1.0]), vec![1.0, 1.0]);
+        assert_eq!(
+            Batcp::loads(0.5, &[10.0, 10.0], &[1.0, 1.0]),
+            vec![1.0, 1.0]
+        );
         // Costlier path, same speed: fewer segments.
         let l = Batcp::loads(0.5, &[10.0, 10.0], &[1.0, 10.0]);
         assert!(l[0] > l[1], "{l:?}");

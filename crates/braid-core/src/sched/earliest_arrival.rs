@@ -61,7 +61,8 @@ impl Scheduler for EarliestArrival {
             .filter_map(|p| p.owd_us)
             .fold(f64::INFINITY, f64::min);
         let base = if base.is_finite() { base } else { 0.0 };
-        let est = |p: &PathView, ahead: u64| arrival_secs(p, ctx.now, ctx.packet_bytes, ahead, base);
+        let est =
+            |p: &PathView, ahead: u64| arrival_secs(p, ctx.now, ctx.packet_bytes, ahead, base);
         let best_open = live
             .iter()
             .filter(|p| p.can_send)

@@ -39,19 +39,27 @@ pub struct LossAdaptiveWrr {
 impl LossAdaptiveWrr {
     /// `k` (0.5), `t_dwd` (250ms), `t_report` (50ms, read by the receiver),
     /// `w_fixed` (50), `w_mobile_max` (45), `fixed=NAME` (the first path).
-    pub fn from_params(params: &mut Params, paths: &[PathInfo]) -> Result<LossAdaptiveWrr, ParamError> {
+    pub fn from_params(
+        params: &mut Params,
+        paths: &[PathInfo],
+    ) -> Result<LossAdaptiveWrr, ParamError> {
         let k = params.f64("k")?.unwrap_or(0.5);
-        let t_dwd = params.duration("t_dwd")?.unwrap_or(Duration::from_millis(250));
+        let t_dwd = params
+            .duration("t_dwd")?
+            .unwrap_or(Duration::from_millis(250));
         params.duration("t_report")?;
         let w_fixed = params.f64("w_fixed")?.unwrap_or(50.0);
         let w_mobile_max = params.f64("w_mobile_max")?.unwrap_or(45.0);
         let fixed = match params.take("fixed") {
             None => 0,
-            Some(name) => paths.iter().position(|p| p.name == name).ok_or(ParamError::Value {
-                key: "fixed".into(),
-                value: name,
-                expected: "the name of one of the paths",
-            })?,
+            Some(name) => paths
+                .iter()
+                .position(|p| p.name == name)
+                .ok_or(ParamError::Value {
+                    key: "fixed".into(),
+                    value: name,
+                    expected: "the name of one of the paths",
+                })?,
         };
         if w_fixed <= 0.0 {
             return Err(ParamError::Value {
@@ -110,7 +118,8 @@ impl Scheduler for LossAdaptiveWrr {
             if self.w_mobile == 0.0 {
                 self.w_mobile += f64::from(lost); // IWI
             } else {
-                self.w_mobile += self.k * f64::from(lost) / sent * self.w_fixed; // AWI
+                self.w_mobile += self.k * f64::from(lost) / sent * self.w_fixed;
+                // AWI
             }
             self.w_mobile = self.w_mobile.min(self.w_mobile_max);
             self.last_loss = Some(now);

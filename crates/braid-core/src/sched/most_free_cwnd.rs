@@ -17,7 +17,12 @@ impl Scheduler for MostFreeCwnd {
         ctx.paths
             .iter()
             .filter(|p| p.cwnd_open)
-            .max_by_key(|p| (p.cwnd_bytes.saturating_sub(p.in_flight_bytes), std::cmp::Reverse(p.index)))
+            .max_by_key(|p| {
+                (
+                    p.cwnd_bytes.saturating_sub(p.in_flight_bytes),
+                    std::cmp::Reverse(p.index),
+                )
+            })
             .map_or(Decision::Drop, |p| Decision::Send(PathSet::one(p.index)))
     }
 }

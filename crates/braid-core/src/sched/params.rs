@@ -67,7 +67,9 @@ impl Params {
                     None
                 };
                 match parsed {
-                    Some(x) if x.is_finite() && x > 0.0 && x < 1e6 => Ok(Duration::from_secs_f64(x)),
+                    Some(x) if x.is_finite() && x > 0.0 && x < 1e6 => {
+                        Ok(Duration::from_secs_f64(x))
+                    }
                     _ => Err(Self::bad(key, v, "a duration such as 250ms")),
                 }
             })

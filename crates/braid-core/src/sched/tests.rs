@@ -53,7 +53,10 @@ fn shares(s: &mut dyn Scheduler, paths: &[PathView], n: usize) -> Vec<usize> {
 
 #[test]
 fn build_rejects_bad_specs() {
-    assert!(matches!(build("fastest", &infos(2)), Err(SchedError::Unknown(_))));
+    assert!(matches!(
+        build("fastest", &infos(2)),
+        Err(SchedError::Unknown(_))
+    ));
     assert!(build("rr:speed=3", &infos(2)).is_err());
     assert!(build("wrr:weights=1/2/3", &infos(2)).is_err());
     assert!(build("lawrr:fixed=nope", &infos(2)).is_err());
@@ -110,8 +113,16 @@ fn lawrr_uses_mobile_only_after_loss_and_shifts_back() {
     let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
     let report = |lost| {
         [
-            LossEntry { path: 0, received: 100, lost },
-            LossEntry { path: 1, received: 0, lost: 0 },
+            LossEntry {
+                path: 0,
+                received: 100,
+                lost,
+            },
+            LossEntry {
+                path: 1,
+                received: 0,
+                lost: 0,
+            },
         ]
     };
     // IWI: first loss adds the lost count.
@@ -123,14 +134,20 @@ fn lawrr_uses_mobile_only_after_loss_and_shifts_back() {
     let w = 4.0 + 0.5 * 10.0 / 110.0 * 50.0;
     let counts = shares(&mut *s, &paths, 10_000);
     let expected_mobile = 10_000.0 * w / (50.0 + w);
-    assert!((counts[1] as f64 - expected_mobile).abs() <= 2.0, "{counts:?}");
+    assert!(
+        (counts[1] as f64 - expected_mobile).abs() <= 2.0,
+        "{counts:?}"
+    );
     // DWD: nothing before t_dwd, then one per loss-free report.
     s.on_loss_report(t(150), &report(0));
     s.on_loss_report(t(200), &report(0));
     s.on_loss_report(t(250), &report(0));
     let counts = shares(&mut *s, &paths, 10_000);
     let expected_mobile = 10_000.0 * (w - 2.0) / (50.0 + w - 2.0);
-    assert!((counts[1] as f64 - expected_mobile).abs() <= 2.0, "{counts:?}");
+    assert!(
+        (counts[1] as f64 - expected_mobile).abs() <= 2.0,
+        "{counts:?}"
+    );
 }
 
 #[test]
@@ -179,10 +196,12 @@ fn earliest_arrival_waits_for_fast_path_unless_backlog_is_large() {
 }
 
 #[test]
-fn redundant_sends_on_every_open_path() {
+fn redundant_sends_on_every_path_with_window_room() {
     let mut s = build("redundant", &infos(3)).unwrap();
     let mut paths = vec![view(0), view(1), view(2)];
+    paths[1].cwnd_open = false;
     paths[1].can_send = false;
+    paths[2].can_send = false; // paced, but its window is open
     let Decision::Send(set) = s.pick(&ctx(&paths, 0)) else {
         panic!("did not send")
     };

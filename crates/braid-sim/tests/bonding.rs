@@ -1,0 +1,126 @@
+//! End-to-end behaviour of braid-core sessions over the simulator:
+//! correctness, not speed (speed is `braid bench`'s job).
+
+use std::time::Duration;
+
+use braid_core::sched::NAMES;
+use braid_sim::sim::{run, Scenario};
+use braid_sim::spec::PathSpec;
+use braid_sim::traffic::TrafficSpec;
+
+fn scenario(specs: &[&str], scheduler: &str, traffic: &str, secs: u64) -> Scenario {
+    let mut s = Scenario::new(specs.iter().map(|p| PathSpec::parse(p).unwrap()).collect());
+    s.scheduler = scheduler.to_owned();
+    s.traffic = TrafficSpec::parse(traffic).unwrap();
+    s.duration = Duration::from_secs(secs);
+    s
+}
+
+#[test]
+fn light_load_on_clean_paths_is_lossless_and_in_order() {
+    let r = run(&scenario(
+        &["10mbit,10ms", "10mbit,30ms"],
+        "earliest-arrival",
+        "cbr:50%",
+        5,
+    ))
+    .unwrap();
+    assert_eq!(r.loss_rate, 0.0, "{r:#?}");
+    assert!(r.in_order_goodput_bps >= 0.999 * r.goodput_bps);
+}
+
+#[test]
+fn every_scheduler_delivers_and_respects_the_paths() {
+    for name in NAMES {
+        let r = run(&scenario(&["8mbit,5ms", "4mbit,20ms"], name, "cbr:60%", 5)).unwrap();
+        // Delivered goodput never exceeds what the paths can carry, and each
+        // scheduler moves real traffic.
+        assert!(r.goodput_bps <= r.ideal_goodput_bps * 1.001, "{name}");
+        assert!(
+            r.goodput_bps > 0.3 * r.ideal_goodput_bps,
+            "{name}: {}",
+            r.goodput_bps
+        );
+        for p in &r.paths {
+            assert!(
+                p.throughput_bps <= p.capacity_bps * 1.001,
+                "{name} {}",
+                p.name
+            );
+        }
+    }
+}
+
+#[test]
+fn lawrr_keeps_mobile_idle_until_fixed_line_loses() {
+    // Under its capacity the fixed line loses nothing, so LTE stays unused.
+    let r = run(&scenario(
+        &["20mbit,6ms,name=dsl", "20mbit,20ms,name=lte"],
+        "lawrr",
+        "cbr:40%",
+        5,
+    ))
+    .unwrap();
+    assert_eq!(r.paths[1].sent_bytes, 0);
+    // Overloaded, loss reports move the excess to LTE.
+    let r = run(&scenario(
+        &["20mbit,6ms,name=dsl", "20mbit,20ms,name=lte"],
+        "lawrr",
+        "cbr:80%",
+        5,
+    ))
+    .unwrap();
+    assert!(
+        r.paths[1].throughput_bps > 5e6,
+        "{}",
+        r.paths[1].throughput_bps
+    );
+}
+
+#[test]
+fn blackout_on_one_path_moves_traffic_to_the_other() {
+    let r = run(&scenario(
+        &["10mbit,10ms,blackout=2s+2s", "10mbit,10ms"],
+        "earliest-arrival",
+        "cbr:40%",
+        6,
+    ))
+    .unwrap();
+    // 40 % of the pair fits on one path. The blackout costs what was in
+    // flight on the dark path, the probes sent into it and the time the
+    // other path needs to take the load: a few dozen packets, not seconds.
+    let offered_packets = r.offered_bps * r.duration_s / 8.0 / r.payload_bytes as f64;
+    let lost_packets = r.loss_rate * offered_packets;
+    assert!(lost_packets < 80.0, "lost {lost_packets} packets");
+    // From half a second into the blackout on, the other path carries it all.
+    let bins = &r.series.in_order_goodput_bps;
+    let per_bin = |t: f64| (t / r.series.bin_s).round() as usize;
+    let during: f64 = bins[per_bin(2.5)..per_bin(4.0)].iter().sum::<f64>()
+        / (per_bin(4.0) - per_bin(2.5)) as f64;
+    assert!(during > 0.9 * r.offered_bps, "{during} of {}", r.offered_bps);
+    assert!(r.stall_max_ms < 1000.0, "stall {}", r.stall_max_ms);
+}
+
+#[test]
+fn redundant_survives_a_blackout_without_loss_at_low_rate() {
+    let r = run(&scenario(
+        &["10mbit,10ms,blackout=1s+1s", "10mbit,20ms"],
+        "redundant",
+        "cbr:1mbit",
+        4,
+    ))
+    .unwrap();
+    assert!(r.loss_rate < 0.001, "loss {}", r.loss_rate);
+}
+
+#[test]
+fn pass_through_mode_delivers_without_holding() {
+    let mut s = scenario(&["10mbit,5ms", "10mbit,50ms"], "rr", "cbr:50%", 3);
+    s.reseq_mode = braid_core::reseq::ReseqMode::PassThrough;
+    let r = run(&s).unwrap();
+    assert_eq!(r.reorder_delay_ms.max, 0.0);
+    assert!(
+        r.in_order_goodput_bps < r.goodput_bps,
+        "rr over 5/50 ms must reorder"
+    );
+}
