@@ -113,8 +113,8 @@ impl Receiver {
             .collect()
     }
 
-    /// A data packet arriving on path `path` (the path it physically came
-    /// in on; the header's path id must agree).
+    /// A packet arriving on path `path` (the path it physically came in on;
+    /// a data header's path id must agree): data, or the sender's skip notices.
     pub fn handle_datagram(
         &mut self,
         now: Instant,
@@ -124,6 +124,16 @@ impl Receiver {
         let parsed = Packet::parse(bytes);
         let (header, payload) = match parsed {
             Ok(Packet::Data { header, payload }) if header.path == path => (header, payload),
+            Ok(Packet::Feedback { frames, .. }) => {
+                for frame in frames {
+                    match frame {
+                        Frame::Skip(k) => self.reseq.skip(now, k.from, k.count),
+                        // Acks and reports flow the other way.
+                        Frame::Ack(_) | Frame::LossReport(_) => self.malformed += 1,
+                    }
+                }
+                return Ok(());
+            }
             Ok(_) => {
                 self.malformed += 1;
                 return Err(WireError::PacketType(2));

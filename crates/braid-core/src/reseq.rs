@@ -16,7 +16,9 @@
 //! inner TCP, say) is better served by late data than by none. It is never
 //! delivered twice.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::path::RttEstimator;
 use std::time::Duration;
 
 use crate::time::Instant;
@@ -100,14 +102,25 @@ pub struct Resequencer {
     held_bytes: usize,
     /// Numbers above `next` known lost (per-path gap).
     known_lost: BTreeSet<u64>,
-    /// Numbers below `next` skipped without delivery.
-    skipped: BTreeSet<u64>,
+    /// Numbers below `next` skipped without delivery, and when.
+    skipped: BTreeMap<u64, Instant>,
+    /// How long holes take to fill: the time from the first packet held
+    /// behind a hole to the hole's packet, including ones that came after
+    /// their number was given up on. The sender may hold earlier packets
+    /// back for a faster path (`SendBehind`), so holes can outlast what
+    /// one-way delays predict; the timeout learns it like an RTO.
+    fill: RttEstimator,
+    /// Time of the latest input, stamped on skipped numbers.
+    now: Instant,
+    /// (arrival, number) of held packets in arrival order; entries of
+    /// packets already released are pruned lazily from the front.
+    arrivals: VecDeque<(Instant, u64)>,
     /// Pass-through: numbers at or above `next` already delivered.
     seen_ahead: BTreeSet<u64>,
     timer: Option<Instant>,
     expiries: u32,
     timeout: Duration,
-    out: std::collections::VecDeque<Delivery>,
+    out: VecDeque<Delivery>,
     pub counters: ReseqCounters,
 }
 
@@ -119,12 +132,15 @@ impl Resequencer {
             held: BTreeMap::new(),
             held_bytes: 0,
             known_lost: BTreeSet::new(),
-            skipped: BTreeSet::new(),
+            skipped: BTreeMap::new(),
+            fill: RttEstimator::default(),
+            now: Instant::ZERO,
+            arrivals: VecDeque::new(),
             seen_ahead: BTreeSet::new(),
             timer: None,
             expiries: 0,
             timeout: Duration::from_millis(50),
-            out: std::collections::VecDeque::new(),
+            out: VecDeque::new(),
             counters: ReseqCounters::default(),
         }
     }
@@ -132,6 +148,15 @@ impl Resequencer {
     /// Sets the hole timeout (the caller derives it from one-way delays).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout.min(self.config.max_hold);
+    }
+
+    /// The caller's timeout, or longer if holes have been seen to take longer.
+    fn hole_timeout(&self) -> Duration {
+        let learned = self
+            .fill
+            .srtt()
+            .map_or(Duration::ZERO, |_| self.fill.timeout(Duration::ZERO));
+        self.timeout.max(learned).min(self.config.max_hold)
     }
 
     pub fn held_bytes(&self) -> usize {
@@ -145,12 +170,29 @@ impl Resequencer {
     /// Accepts a packet; `gap` describes a hole in its path's own sequence
     /// just before it.
     pub fn push(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, gap: Option<PathGap>) {
+        self.now = now;
         if let Some(gap) = gap {
             self.note_gap(gseq, gap);
         }
         match self.config.mode {
             ReseqMode::PassThrough => self.push_pass_through(gseq, payload),
             ReseqMode::Ordered => self.push_ordered(now, gseq, payload),
+        }
+    }
+
+    /// The sender dropped `from .. from + count` unsent: never wait for them.
+    pub fn skip(&mut self, now: Instant, from: u64, count: u32) {
+        self.now = now;
+        let end = from.saturating_add(u64::from(count).min(MAX_GAP_SCAN));
+        for g in from.max(self.next)..end {
+            self.mark_lost(g);
+        }
+        match self.config.mode {
+            ReseqMode::PassThrough => self.advance_pass_through(),
+            ReseqMode::Ordered => {
+                self.release_in_order(now);
+                self.update_timer(now);
+            }
         }
     }
 
@@ -195,7 +237,7 @@ impl Resequencer {
 
     fn push_pass_through(&mut self, gseq: u64, payload: Vec<u8>) {
         if gseq < self.next {
-            if self.skipped.remove(&gseq) {
+            if self.skipped.remove(&gseq).is_some() {
                 self.emit(gseq, payload, false, Duration::ZERO);
             } else {
                 self.counters.duplicates += 1;
@@ -228,12 +270,19 @@ impl Resequencer {
 
     fn push_ordered(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
         if gseq < self.next {
-            if self.skipped.remove(&gseq) {
+            if let Some(skipped_at) = self.skipped.remove(&gseq) {
+                // The hole was open for about one timeout before the skip.
+                self.fill.on_sample(now - skipped_at + self.timeout);
                 self.emit(gseq, payload, false, Duration::ZERO);
             } else {
                 self.counters.duplicates += 1;
             }
             return;
+        }
+        if gseq == self.next {
+            if let Some((_, first)) = self.held.first_key_value() {
+                self.fill.on_sample(now - first.arrived);
+            }
         }
         if self.held.contains_key(&gseq) {
             self.counters.duplicates += 1;
@@ -248,6 +297,7 @@ impl Resequencer {
                 arrived: now,
             },
         );
+        self.arrivals.push_back((now, gseq));
         self.release_in_order(now);
         self.enforce_bounds(now);
         self.update_timer(now);
@@ -276,14 +326,18 @@ impl Resequencer {
     fn skip_to(&mut self, to: u64) {
         while self.next < to {
             if !self.seen_ahead.remove(&self.next) {
-                self.skipped.insert(self.next);
+                self.skipped.insert(self.next, self.now);
                 self.counters.skipped += 1;
             }
             self.known_lost.remove(&self.next);
             self.next += 1;
         }
         let floor = self.next.saturating_sub(SKIP_MEMORY);
-        while self.skipped.first().is_some_and(|&s| s < floor) {
+        while self
+            .skipped
+            .first_key_value()
+            .is_some_and(|(&s, _)| s < floor)
+        {
             self.skipped.pop_first();
         }
     }
@@ -300,12 +354,32 @@ impl Resequencer {
         while self.held_bytes > self.config.max_bytes {
             self.release_first(now);
         }
+        // The packet held longest goes out, with every number below it.
+        while let Some(&(arrived, gseq)) = self.oldest_held() {
+            if now - arrived < self.config.max_hold {
+                break;
+            }
+            while self.held.contains_key(&gseq) {
+                self.release_first(now);
+            }
+        }
+        self.prune_arrivals();
+    }
+
+    /// The earliest-arriving packet still held (arrivals come in time order,
+    /// so the front of `arrivals` is it once released ones are gone).
+    fn oldest_held(&mut self) -> Option<&(Instant, u64)> {
+        self.prune_arrivals();
+        self.arrivals.front()
+    }
+
+    fn prune_arrivals(&mut self) {
         while self
-            .held
-            .first_key_value()
-            .is_some_and(|(_, h)| now - h.arrived >= self.config.max_hold)
+            .arrivals
+            .front()
+            .is_some_and(|(_, g)| !self.held.contains_key(g))
         {
-            self.release_first(now);
+            self.arrivals.pop_front();
         }
     }
 
@@ -314,15 +388,15 @@ impl Resequencer {
             self.timer = None;
             self.expiries = 0;
         } else if self.timer.is_none() {
-            self.timer = Some(now + self.timeout);
+            self.timer = Some(now + self.hole_timeout());
         }
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         let hold_deadline = self
-            .held
-            .first_key_value()
-            .map(|(_, h)| h.arrived + self.config.max_hold);
+            .arrivals
+            .front()
+            .map(|(arrived, _)| *arrived + self.config.max_hold);
         match (self.timer, hold_deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -330,6 +404,7 @@ impl Resequencer {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.now = now;
         if self.timer.is_some_and(|t| t <= now) {
             self.timer = None;
             self.expiries += 1;
@@ -347,7 +422,7 @@ impl Resequencer {
                 self.expiries = before;
             }
             if !self.held.is_empty() {
-                self.timer = Some(now + self.timeout);
+                self.timer = Some(now + self.hole_timeout());
             }
         }
         self.enforce_bounds(now);

@@ -12,7 +12,7 @@ use crate::cc::CcKind;
 use crate::path::{PathCounters, PathSender};
 use crate::sched::{self, Decision, PathInfo, PathView, SchedContext, SchedError, Scheduler};
 use crate::time::Instant;
-use crate::wire::{DataHeader, Frame, Packet, WireError, DATA_HEADER_LEN};
+use crate::wire::{self, DataHeader, Frame, Packet, SkipFrame, WireError, DATA_HEADER_LEN};
 
 #[derive(Debug, Clone)]
 pub struct SenderConfig {
@@ -21,8 +21,9 @@ pub struct SenderConfig {
     pub scheduler: String,
     pub cc: CcKind,
     /// Datagrams waiting longer than this are dropped from the queue head.
-    /// `None`: 50 ms plus the spread of the paths' one-way delays, which a
-    /// scheduler that waits for the faster path needs as backlog.
+    /// `None`: 50 ms plus the spread of the paths' one-way delays (the
+    /// backlog a scheduler that waits for the faster path needs), and at
+    /// least the largest smoothed RTT.
     pub max_queue_delay: Option<Duration>,
     pub max_queue_bytes: usize,
 }
@@ -65,13 +66,27 @@ pub struct SenderCounters {
     pub sent_datagrams: u64,
     /// Extra copies sent by redundant scheduling.
     pub sent_copies: u64,
+    /// Datagrams a slow path carried ahead of earlier ones (`SendBehind`).
+    pub sent_behind: u64,
+    /// Packets telling the receiver which numbers were dropped unsent.
+    pub skip_packets: u64,
     pub malformed_feedback: u64,
 }
 
+/// A datagram waiting to be scheduled. Its global number is given when it
+/// is queued, so that a slow path may carry a later datagram before the
+/// earlier ones leave on a faster path without changing their order at the
+/// receiver.
 #[derive(Debug)]
 struct Queued {
+    gseq: u64,
     payload: Vec<u8>,
     enqueued: Instant,
+}
+
+/// Bytes a datagram of `payload` bytes occupies on a path (IPv4 + UDP + braid).
+fn wire_bytes(payload: usize) -> u64 {
+    (payload + DATA_HEADER_LEN + 28) as u64
 }
 
 /// Largest datagram the sender accepts: a 1500-byte path MTU less IPv4/UDP
@@ -86,6 +101,9 @@ pub struct Sender {
     queue: VecDeque<Queued>,
     queue_bytes: usize,
     next_gseq: u64,
+    /// Global number last sent on each path.
+    last_gseq_on: Vec<Option<u64>>,
+    pending_skips: Vec<SkipFrame>,
     owd_anchor: Option<u32>,
     last_report_seq: Option<u32>,
     /// Latest time seen, so `poll_timeout` never returns a past instant.
@@ -104,6 +122,7 @@ impl Sender {
             .enumerate()
             .map(|(i, p)| PathSender::new(i as u8, p.cost, config.cc.build()))
             .collect();
+        let last_gseq_on = vec![None; config.paths.len()];
         Ok(Sender {
             paths,
             scheduler,
@@ -111,6 +130,8 @@ impl Sender {
             queue: VecDeque::new(),
             queue_bytes: 0,
             next_gseq: 0,
+            last_gseq_on,
+            pending_skips: Vec::new(),
             owd_anchor: None,
             last_report_seq: None,
             last_now: Instant::ZERO,
@@ -155,9 +176,11 @@ impl Sender {
         self.counters.accepted += 1;
         self.queue_bytes += payload.len();
         self.queue.push_back(Queued {
+            gseq: self.next_gseq,
             payload,
             enqueued: now,
         });
+        self.next_gseq += 1;
         self.drain(now);
         Ok(())
     }
@@ -175,7 +198,16 @@ impl Sender {
             (lo.min(o), hi.max(o))
         });
         let spread = if hi >= lo { (hi - lo) / 1e6 } else { 0.0 };
-        Duration::from_millis(50) + Duration::from_secs_f64(spread.min(1.0))
+        // At least one round trip of the slowest path, as a bottleneck buffer
+        // holds one bandwidth-delay product: rate probing moves in RTT steps.
+        let max_srtt = self
+            .paths
+            .iter()
+            .filter_map(|p| p.rtt.srtt())
+            .max()
+            .unwrap_or(Duration::ZERO);
+        (Duration::from_millis(50) + Duration::from_secs_f64(spread.min(1.0)))
+            .max(max_srtt.min(Duration::from_secs(1)))
     }
 
     fn drop_stale(&mut self, now: Instant) {
@@ -185,10 +217,63 @@ impl Sender {
             .front()
             .is_some_and(|q| now - q.enqueued >= limit)
         {
-            let q = self.queue.pop_front().expect("front exists");
-            self.queue_bytes -= q.payload.len();
             self.counters.dropped_stale += 1;
+            self.discard(0);
         }
+    }
+
+    /// Drops queued datagram `index` unsent; the receiver is told to skip
+    /// its number.
+    fn discard(&mut self, index: usize) {
+        let q = self.queue.remove(index).expect("index in queue");
+        self.queue_bytes -= q.payload.len();
+        match self.pending_skips.last_mut() {
+            Some(k) if k.from + u64::from(k.count) == q.gseq && k.count < u32::MAX => k.count += 1,
+            _ => self.pending_skips.push(SkipFrame {
+                from: q.gseq,
+                count: 1,
+            }),
+        }
+    }
+
+    /// Sends the pending skip notices on the path with the shortest one-way
+    /// delay that is not suspect, so the receiver stops waiting soonest.
+    fn flush_skips(&mut self) {
+        if self.pending_skips.is_empty() {
+            return;
+        }
+        let path = self
+            .paths
+            .iter()
+            .filter(|p| !p.is_suspect())
+            .min_by(|a, b| a.owd.smoothed_us().total_cmp(&b.owd.smoothed_us()))
+            .or(self.paths.first())
+            .map_or(0, |p| p.id);
+        // One feedback packet stays well under the MTU.
+        for chunk in self.pending_skips.chunks(64) {
+            let frames: Vec<Frame> = chunk.iter().map(|k| Frame::Skip(*k)).collect();
+            let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
+            let mut data = vec![0u8; len];
+            wire::emit_feedback(path, &frames, &mut data).expect("buffer sized by encoded_len");
+            self.counters.skip_packets += 1;
+            self.out.push_back(Transmit { path, data });
+        }
+        self.pending_skips.clear();
+    }
+
+    /// Queue index of the first datagram with at least `ahead_bytes` of wire
+    /// bytes before it that `path` may carry: global numbers must rise along
+    /// each path, or the receiver's loss inference breaks.
+    fn index_behind(&self, ahead_bytes: u64, path: usize) -> Option<usize> {
+        let floor = self.last_gseq_on[path];
+        let mut before = 0u64;
+        for (i, q) in self.queue.iter().enumerate() {
+            if before >= ahead_bytes && floor.is_none_or(|f| q.gseq > f) {
+                return Some(i);
+            }
+            before += wire_bytes(q.payload.len());
+        }
+        None
     }
 
     fn refresh_views(&mut self, now: Instant, bytes: u64) {
@@ -214,60 +299,65 @@ impl Sender {
     /// Hands queued datagrams to the scheduler until it waits or the queue empties.
     fn drain(&mut self, now: Instant) {
         while let Some(head) = self.queue.front() {
-            let wire_bytes = (head.payload.len() + DATA_HEADER_LEN + 28) as u64;
-            self.refresh_views(now, wire_bytes);
+            let head_bytes = wire_bytes(head.payload.len());
+            self.refresh_views(now, head_bytes);
             let decision = self.scheduler.pick(&SchedContext {
                 now,
                 paths: &self.views,
-                packet_bytes: wire_bytes,
-                backlog_bytes: self.queue_bytes as u64,
+                packet_bytes: head_bytes,
+                backlog_bytes: self.queue.iter().map(|q| wire_bytes(q.payload.len())).sum(),
             });
             match decision {
                 Decision::Wait => break,
                 Decision::Drop => {
-                    let q = self.queue.pop_front().expect("head exists");
-                    self.queue_bytes -= q.payload.len();
                     self.counters.dropped_by_scheduler += 1;
+                    self.discard(0);
                 }
                 Decision::Send(set) => {
-                    let q = self.queue.pop_front().expect("head exists");
-                    self.queue_bytes -= q.payload.len();
-                    let app_limited = self.queue.is_empty();
-                    let gseq = self.next_gseq;
-                    self.next_gseq += 1;
-                    self.counters.sent_datagrams += 1;
+                    let q = self.take(0);
                     for (n, i) in set.iter().enumerate() {
                         if n > 0 {
                             self.counters.sent_copies += 1;
                         }
-                        self.transmit(now, i, gseq, &q.payload, wire_bytes, app_limited);
+                        self.transmit(now, i, &q);
                     }
+                }
+                Decision::SendBehind { path, ahead_bytes } => {
+                    let Some(index) = self.index_behind(ahead_bytes, path) else {
+                        break;
+                    };
+                    let q = self.take(index);
+                    self.counters.sent_behind += 1;
+                    self.transmit(now, path, &q);
                 }
             }
         }
+        self.flush_skips();
     }
 
-    fn transmit(
-        &mut self,
-        now: Instant,
-        index: usize,
-        gseq: u64,
-        payload: &[u8],
-        wire_bytes: u64,
-        app_limited: bool,
-    ) {
+    fn take(&mut self, index: usize) -> Queued {
+        let q = self.queue.remove(index).expect("index in queue");
+        self.queue_bytes -= q.payload.len();
+        self.counters.sent_datagrams += 1;
+        q
+    }
+
+    fn transmit(&mut self, now: Instant, index: usize, q: &Queued) {
+        let app_limited = self.queue.is_empty();
+        self.last_gseq_on[index] = Some(q.gseq);
+        let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
-        let stamp = path.on_sent(now, gseq, wire_bytes, app_limited);
+        let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
         let header = DataHeader {
             path: path.id,
-            gseq,
+            gseq: q.gseq,
             pseq: stamp.pseq,
             send_ts_us: now.wire_micros(),
             prev_gap: stamp.prev_gap,
         };
-        let mut data = vec![0u8; DATA_HEADER_LEN + payload.len()];
+        let mut data = vec![0u8; DATA_HEADER_LEN + q.payload.len()];
         header
-            .emit(payload, &mut data)
+            .emit(&q.payload, &mut data)
             .expect("buffer sized for header and payload");
         self.out.push_back(Transmit {
             path: path.id,
@@ -297,6 +387,7 @@ impl Sender {
                         p.on_ack(now, &ack, &mut self.owd_anchor);
                     }
                 }
+                Frame::Skip(_) => self.counters.malformed_feedback += 1,
                 Frame::LossReport(report) => {
                     // Reports go out on several paths; act on each once.
                     let fresh = self

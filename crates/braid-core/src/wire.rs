@@ -8,13 +8,16 @@
 //! Feedback:  ver|type(1) path(1) frame...
 //!   Ack frame:        0x01 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
 //!   LossReport frame: 0x02 report_seq(4) count(1) { path(1) received(4) lost(4) } * count
+//!   Skip frame:       0x03 from_gseq(8) count(4)
 //! ```
 //!
 //! `gseq` is the global sequence number, `pseq` the per-path one (32 bits,
 //! widened by the receiver). `prev_gap` is `gseq` minus the global sequence
 //! number of the previous packet sent on the same path (0 for the first):
 //! when that previous packet is lost, the resequencer knows exactly which
-//! global number to skip. Timestamps are microseconds of the sender's (or,
+//! global number to skip. Acks and loss reports flow from receiver to
+//! sender; Skip frames flow the other way: the sender numbers datagrams as
+//! they are queued, and tells the receiver which numbers it dropped unsent. Timestamps are microseconds of the sender's (or,
 //! for `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
 //! differences are used.
 
@@ -80,10 +83,18 @@ pub struct LossReport {
     pub entries: Vec<LossEntry>,
 }
 
+/// Global numbers `from .. from + count` were dropped by the sender unsent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SkipFrame {
+    pub from: u64,
+    pub count: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
     Ack(AckFrame),
     LossReport(LossReport),
+    Skip(SkipFrame),
 }
 
 /// A parsed packet; data payload borrows from the input.
@@ -221,6 +232,10 @@ fn parse_frame(r: &mut Reader<'_>) -> Result<Frame, WireError> {
                 entries,
             }))
         }
+        3 => Ok(Frame::Skip(SkipFrame {
+            from: r.u64()?,
+            count: r.u32()?,
+        })),
         t => Err(WireError::FrameType(t)),
     }
 }
@@ -248,6 +263,7 @@ impl Frame {
         match self {
             Frame::Ack(_) => 1 + ACK_FRAME_LEN,
             Frame::LossReport(r) => 1 + 5 + r.entries.len() * LOSS_ENTRY_LEN,
+            Frame::Skip(_) => 1 + 12,
         }
     }
 
@@ -269,6 +285,11 @@ impl Frame {
                     w.put(&e.received.to_be_bytes());
                     w.put(&e.lost.to_be_bytes());
                 }
+            }
+            Frame::Skip(k) => {
+                w.put(&[3]);
+                w.put(&k.from.to_be_bytes());
+                w.put(&k.count.to_be_bytes());
             }
         }
     }
@@ -350,6 +371,10 @@ mod tests {
                         lost: 0,
                     },
                 ],
+            }),
+            Frame::Skip(SkipFrame {
+                from: 1 << 40,
+                count: 3,
             }),
         ];
         let mut buf = [0u8; 128];

@@ -95,9 +95,13 @@ fn blackout_on_one_path_moves_traffic_to_the_other() {
     // From half a second into the blackout on, the other path carries it all.
     let bins = &r.series.in_order_goodput_bps;
     let per_bin = |t: f64| (t / r.series.bin_s).round() as usize;
-    let during: f64 = bins[per_bin(2.5)..per_bin(4.0)].iter().sum::<f64>()
-        / (per_bin(4.0) - per_bin(2.5)) as f64;
-    assert!(during > 0.9 * r.offered_bps, "{during} of {}", r.offered_bps);
+    let during: f64 =
+        bins[per_bin(2.5)..per_bin(4.0)].iter().sum::<f64>() / (per_bin(4.0) - per_bin(2.5)) as f64;
+    assert!(
+        during > 0.9 * r.offered_bps,
+        "{during} of {}",
+        r.offered_bps
+    );
     assert!(r.stall_max_ms < 1000.0, "stall {}", r.stall_max_ms);
 }
 

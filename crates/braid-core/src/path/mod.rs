@@ -154,9 +154,14 @@ impl PathSender {
             let gap = Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
             self.next_send_time = self.next_send_time.max(now) + gap;
         }
+        // 0 means "no usable hint": first packet, a gap too wide for 32
+        // bits, or a number below the previous one on this path (the sender
+        // sent a later datagram here first, see `Decision::SendBehind`).
         let prev_gap = self
             .prev_gseq
-            .map_or(0, |p| u32::try_from(gseq - p).unwrap_or(u32::MAX));
+            .and_then(|p| gseq.checked_sub(p))
+            .and_then(|d| u32::try_from(d).ok())
+            .unwrap_or(0);
         self.prev_gseq = Some(gseq);
         PathStamp {
             pseq: pseq as u32,

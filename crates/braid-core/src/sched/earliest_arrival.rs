@@ -4,11 +4,14 @@
 //! of the packet divided by the path's rate, plus its one-way delay.
 //!
 //! When the best path is momentarily closed (window full or pacing), sending
-//! on a slower path at once is not always better: if the whole backlog could
-//! drain through the best path before the slow path would deliver this one
-//! packet, waiting keeps the packets in order and the fast path full. So a
-//! closed path's estimate includes the sender's backlog; an open path's
-//! includes only this packet. That is ECF's rule, in bytes and rates.
+//! on a slower path at once is not always better: if the whole backlog can
+//! drain through the best path before the slow path would deliver one
+//! packet, waiting keeps the packets in order and the fast path full (ECF's
+//! rule). When the backlog is deeper than that, the slow path should carry
+//! not the head of the queue, which the fast path would deliver first, but
+//! the first packet the fast path could not deliver before the slow one
+//! arrives: `SendBehind` names how many queued bytes stay for the fast path.
+//! Packets then arrive about in order, and the resequencer has little to do.
 
 use std::time::Duration;
 
@@ -18,9 +21,9 @@ use crate::time::Instant;
 #[derive(Debug)]
 pub struct EarliestArrival;
 
-/// Expected arrival of `bytes` sent on `p` behind `ahead` bytes, in seconds
-/// from now, relative to the smallest one-way delay (`base_owd_us`).
-fn arrival_secs(p: &PathView, now: Instant, bytes: u64, ahead: u64, base_owd_us: f64) -> f64 {
+/// Expected arrival of `bytes` sent next on `p`, in seconds from now,
+/// relative to the smallest one-way delay (`base_owd_us`).
+fn arrival_secs(p: &PathView, now: Instant, bytes: u64, base_owd_us: f64) -> f64 {
     let bw = p.bandwidth_bps.unwrap_or(0.0).max(1.0);
     let min_rtt = p.min_rtt.unwrap_or(Duration::ZERO).as_secs_f64();
     let bdp_bytes = bw * min_rtt / 8.0;
@@ -34,7 +37,7 @@ fn arrival_secs(p: &PathView, now: Instant, bytes: u64, ahead: u64, base_owd_us:
         Some(o) => (o - base_owd_us) / 1e6,
         None => p.srtt.map_or(0.0, |s| s.as_secs_f64() / 2.0),
     };
-    wait + (queued + (ahead + bytes) as f64) * 8.0 / bw + owd
+    wait + (queued + bytes as f64) * 8.0 / bw + owd
 }
 
 impl Scheduler for EarliestArrival {
@@ -61,25 +64,35 @@ impl Scheduler for EarliestArrival {
             .filter_map(|p| p.owd_us)
             .fold(f64::INFINITY, f64::min);
         let base = if base.is_finite() { base } else { 0.0 };
-        let est =
-            |p: &PathView, ahead: u64| arrival_secs(p, ctx.now, ctx.packet_bytes, ahead, base);
+        let est = |p: &PathView| arrival_secs(p, ctx.now, ctx.packet_bytes, base);
         let best_open = live
             .iter()
             .filter(|p| p.can_send)
-            .map(|p| (est(p, 0), p.index))
+            .map(|p| (est(p), p.index))
             .min_by(|a, b| a.0.total_cmp(&b.0));
         let Some((open_est, open_index)) = best_open else {
             return Decision::Wait;
         };
-        let ahead = ctx.backlog_bytes.saturating_sub(ctx.packet_bytes);
-        let closed_better = live
+        // The best closed path, judged for the head of the queue.
+        let closed = live
             .iter()
             .filter(|p| !p.can_send && !p.suspect)
-            .any(|p| est(p, ahead) < open_est);
-        if closed_better {
+            .map(|p| (est(p), *p))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        let Some((closed_est, fast)) = closed.filter(|(e, _)| *e < open_est) else {
+            return Decision::Send(PathSet::one(open_index));
+        };
+        // Bytes the closed path delivers before the open path would deliver
+        // this packet: those stay queued for it.
+        let bw = fast.bandwidth_bps.unwrap_or(1.0).max(1.0);
+        let ahead = ((open_est - closed_est) * bw / 8.0) as u64;
+        if ahead + ctx.packet_bytes >= ctx.backlog_bytes {
             Decision::Wait
         } else {
-            Decision::Send(PathSet::one(open_index))
+            Decision::SendBehind {
+                path: open_index,
+                ahead_bytes: ahead,
+            }
         }
     }
 }

@@ -50,7 +50,15 @@ pub const MAX_PATHS: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
+    /// Send the head of the queue on these paths.
     Send(PathSet),
+    /// Send on `path` the first queued datagram with at least `ahead_bytes`
+    /// (wire bytes) queued before it; those stay for faster paths, which
+    /// will deliver them no later than `path` delivers this one.
+    SendBehind {
+        path: usize,
+        ahead_bytes: u64,
+    },
     /// Keep the packet queued until a path's window or pacing opens.
     Wait,
     Drop,
