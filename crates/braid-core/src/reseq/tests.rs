@@ -182,7 +182,7 @@ fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequenc
     let mut arrivals: Vec<(u64, &Sent, Option<PathGap>)> = Vec::new();
     let mut prev_on_path: Vec<Option<&Sent>> = vec![None; 3];
     let mut last_arrived: Vec<Option<u64>> = vec![None; 3];
-    let mut lost_run = vec![0u64; 3];
+    let mut lost_run = [0u64; 3];
     for s in sent {
         let prev = prev_on_path[s.path];
         if let Some(a) = s.arrival {
