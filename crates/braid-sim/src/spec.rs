@@ -204,13 +204,7 @@ impl PathSpec {
             .filter(|f| !f.is_empty())
             .ok_or(SpecError::Empty)?;
         let (cap_up, cap_down) = if let Some(files) = first.strip_prefix("trace=") {
-            let (u, d) = split_dir(files)?;
-            let tu = load(Path::new(u))?;
-            let td = if d == u {
-                tu.clone()
-            } else {
-                load(Path::new(d))?
-            };
+            let (tu, td) = load_traces(files, &mut load)?;
             (Capacity::Trace(tu), Capacity::Trace(td))
         } else {
             let (u, d) = split_dir(first)?;
@@ -331,6 +325,29 @@ impl LinkSpec {
     }
 }
 
+/// `trace=FILE` or `trace=UP_FILE/DOWN_FILE`. File names contain `/`
+/// too, so the whole value is tried as one file first, then each `/` as the
+/// split between two files.
+fn load_traces(
+    value: &str,
+    load: &mut impl FnMut(&Path) -> Result<Trace, TraceError>,
+) -> Result<(Trace, Trace), SpecError> {
+    let whole_err = match load(Path::new(value)) {
+        Ok(t) => return Ok((t.clone(), t)),
+        Err(e) => e,
+    };
+    for (i, _) in value.match_indices('/') {
+        let (u, d) = (&value[..i], &value[i + 1..]);
+        if u.is_empty() || d.is_empty() {
+            continue;
+        }
+        if let (Ok(tu), Ok(td)) = (load(Path::new(u)), load(Path::new(d))) {
+            return Ok((tu, td));
+        }
+    }
+    Err(whole_err.into())
+}
+
 fn split_dir(value: &str) -> Result<(&str, &str), SpecError> {
     let mut parts = value.split('/');
     let up = parts.next().unwrap_or("");
@@ -448,8 +465,16 @@ fn parse_ge(s: &str) -> Result<GilbertElliott, SpecError> {
 mod tests {
     use super::*;
 
+    /// Pretends every file whose name has no '/' exists.
     fn no_traces(p: &Path) -> Result<Trace, TraceError> {
-        Ok(Trace::parse(&p.display().to_string(), "1\n2\n").unwrap())
+        let name = p.display().to_string();
+        if name.contains('/') {
+            return Err(TraceError::Io {
+                path: p.to_owned(),
+                source: std::io::ErrorKind::NotFound.into(),
+            });
+        }
+        Ok(Trace::parse(&name, "1\n2\n").unwrap())
     }
 
     #[test]
@@ -522,6 +547,22 @@ mod tests {
             missing.to_string().contains("/nonexistent/trace"),
             "{missing}"
         );
+    }
+
+    #[test]
+    fn trace_paths_with_slashes() {
+        let dir = std::env::temp_dir().join(format!("braid-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("up"), "1\n").unwrap();
+        std::fs::write(dir.join("down"), "1\n2\n").unwrap();
+        let (up, down) = (dir.join("up"), dir.join("down"));
+        let one = PathSpec::parse(&format!("trace={},5ms", up.display())).unwrap();
+        assert_eq!(one.up.capacity, one.down.capacity);
+        let two =
+            PathSpec::parse(&format!("trace={}/{},5ms", up.display(), down.display())).unwrap();
+        assert!(matches!(&two.down.capacity, Capacity::Trace(t) if t.name() == "down"));
+        assert!(matches!(&two.up.capacity, Capacity::Trace(t) if t.name() == "up"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
