@@ -106,6 +106,9 @@ pub struct Sender {
     pending_skips: Vec<SkipFrame>,
     owd_anchor: Option<u32>,
     last_report_seq: Option<u32>,
+    /// How long a datagram may wait in the queue; follows the path
+    /// estimates, so it is recomputed when feedback arrives.
+    queue_delay_limit: Duration,
     /// Latest time seen, so `poll_timeout` never returns a past instant.
     last_now: Instant,
     out: VecDeque<Transmit>,
@@ -123,6 +126,7 @@ impl Sender {
             .map(|(i, p)| PathSender::new(i as u8, p.cost, config.cc.build()))
             .collect();
         let last_gseq_on = vec![None; config.paths.len()];
+        let queue_delay_limit = config.max_queue_delay.unwrap_or(Duration::from_millis(50));
         Ok(Sender {
             paths,
             scheduler,
@@ -134,6 +138,7 @@ impl Sender {
             pending_skips: Vec::new(),
             owd_anchor: None,
             last_report_seq: None,
+            queue_delay_limit,
             last_now: Instant::ZERO,
             out: VecDeque::new(),
             views: Vec::new(),
@@ -185,7 +190,7 @@ impl Sender {
         Ok(())
     }
 
-    fn max_queue_delay(&self) -> Duration {
+    fn compute_queue_delay_limit(&self) -> Duration {
         if let Some(d) = self.config.max_queue_delay {
             return d;
         }
@@ -211,7 +216,7 @@ impl Sender {
     }
 
     fn drop_stale(&mut self, now: Instant) {
-        let limit = self.max_queue_delay();
+        let limit = self.queue_delay_limit;
         while self
             .queue
             .front()
@@ -305,7 +310,7 @@ impl Sender {
                 now,
                 paths: &self.views,
                 packet_bytes: head_bytes,
-                backlog_bytes: self.queue.iter().map(|q| wire_bytes(q.payload.len())).sum(),
+                backlog_bytes: wire_bytes(0) * self.queue.len() as u64 + self.queue_bytes as u64,
             });
             match decision {
                 Decision::Wait => break,
@@ -400,6 +405,7 @@ impl Sender {
                 }
             }
         }
+        self.queue_delay_limit = self.compute_queue_delay_limit();
         self.drain(now);
         Ok(())
     }
@@ -413,7 +419,7 @@ impl Sender {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let path_timeouts = self.paths.iter().filter_map(PathSender::timeout_at);
         let head = self.queue.front().map(|q| {
-            let stale = q.enqueued + self.max_queue_delay();
+            let stale = q.enqueued + self.queue_delay_limit;
             let pacing = self
                 .paths
                 .iter()

@@ -11,7 +11,7 @@ use braid_core::cc::CcKind;
 use braid_core::receiver::{Receiver, ReceiverConfig};
 use braid_core::reseq::ReseqMode;
 use braid_core::sched::{self, PathInfo, SchedError};
-use braid_core::sender::{Sender, SenderConfig};
+use braid_core::sender::{Sender, SenderConfig, Transmit};
 use braid_core::time::Instant;
 use braid_core::wire::DATA_HEADER_LEN;
 use rand::SeedableRng;
@@ -91,7 +91,7 @@ pub enum SimError {
     Stuck(Duration),
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hop {
     /// Client to server, data.
     Up,
@@ -99,14 +99,66 @@ enum Hop {
     Down,
 }
 
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Event {
-    at: Duration,
-    /// Insertion order breaks ties, so equal-time events keep FIFO order.
-    seq: u64,
+/// A packet in flight. The event heap orders small keys; packets stay put
+/// in a slab so heap operations never move their bytes.
+#[derive(Debug)]
+struct InFlight {
     hop: Hop,
     path: u8,
     data: Vec<u8>,
+}
+
+/// Heap key: arrival time, then insertion order (equal-time events keep
+/// FIFO order), then the slab slot.
+type EventKey = Reverse<(Duration, u64, usize)>;
+
+#[derive(Debug, Default)]
+struct Events {
+    heap: BinaryHeap<EventKey>,
+    slab: Vec<Option<InFlight>>,
+    free: Vec<usize>,
+    seq: u64,
+}
+
+impl Events {
+    fn push(&mut self, at: Duration, packet: InFlight) {
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i] = Some(packet);
+                i
+            }
+            None => {
+                self.slab.push(Some(packet));
+                self.slab.len() - 1
+            }
+        };
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, slot)));
+    }
+
+    fn peek_time(&self) -> Option<Duration> {
+        self.heap.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    fn pop(&mut self) -> Option<InFlight> {
+        let Reverse((_, _, slot)) = self.heap.pop()?;
+        self.free.push(slot);
+        self.slab[slot].take()
+    }
+}
+
+/// Offers a packet to a link; schedules its arrival unless the link drops it.
+fn forward(link: &mut Link, now: Duration, hop: Hop, tx: Transmit, events: &mut Events) {
+    if let Offer::Arrives(at) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
+        events.push(
+            at,
+            InFlight {
+                hop,
+                path: tx.path,
+                data: tx.data,
+            },
+        );
+    }
 }
 
 fn instant(t: Duration) -> Instant {
@@ -163,8 +215,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let ideal = s.ideal_goodput_bps();
     let mut source = Source::new(s.traffic.clone(), ideal, s.payload_bytes);
     let mut metrics = Metrics::new(s);
-    let mut events: BinaryHeap<Reverse<Event>> = BinaryHeap::new();
-    let mut seq = 0u64;
+    let mut events = Events::default();
     let mut app_seq = 0u64;
     let end = s.duration + DRAIN;
     let mut now = Duration::ZERO;
@@ -172,7 +223,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
 
     loop {
         let t_source = Some(source.peek()).filter(|t| *t < s.duration);
-        let t_event = events.peek().map(|Reverse(e)| e.at);
+        let t_event = events.peek_time();
         let t_sender = sender.poll_timeout().map(|t| t.since_epoch());
         let t_receiver = receiver.poll_timeout().map(|t| t.since_epoch());
         let Some(next) = [t_source, t_event, t_sender, t_receiver]
@@ -209,7 +260,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
                 let _ = sender.send(at, payload);
             }
         } else if t_event == Some(now) {
-            let Reverse(e) = events.pop().expect("peeked");
+            let e = events.pop().expect("peeked");
             match e.hop {
                 Hop::Up => {
                     metrics.on_path_arrival(
@@ -234,30 +285,22 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         }
 
         while let Some(tx) = sender.poll_transmit() {
-            let link = &mut links[usize::from(tx.path)].0;
-            if let Offer::Arrives(arr) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
-                seq += 1;
-                events.push(Reverse(Event {
-                    at: arr,
-                    seq,
-                    hop: Hop::Up,
-                    path: tx.path,
-                    data: tx.data,
-                }));
-            }
+            forward(
+                &mut links[usize::from(tx.path)].0,
+                now,
+                Hop::Up,
+                tx,
+                &mut events,
+            );
         }
         while let Some(tx) = receiver.poll_transmit() {
-            let link = &mut links[usize::from(tx.path)].1;
-            if let Offer::Arrives(arr) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
-                seq += 1;
-                events.push(Reverse(Event {
-                    at: arr,
-                    seq,
-                    hop: Hop::Down,
-                    path: tx.path,
-                    data: tx.data,
-                }));
-            }
+            forward(
+                &mut links[usize::from(tx.path)].1,
+                now,
+                Hop::Down,
+                tx,
+                &mut events,
+            );
         }
         while let Some(d) = receiver.poll_deliver() {
             metrics.on_delivered(&d, now);

@@ -70,6 +70,8 @@ pub struct PathSender {
     /// Last time this path showed life (an ack), for its timeout.
     last_progress: Instant,
     timeout_backoff: u32,
+    /// Current timeout span, kept up to date by `update_timeout`.
+    timeout: Duration,
     pub counters: PathCounters,
 }
 
@@ -100,6 +102,7 @@ impl PathSender {
             next_send_time: Instant::ZERO,
             last_progress: Instant::ZERO,
             timeout_backoff: 0,
+            timeout: MAX_PATH_TIMEOUT,
             counters: PathCounters::default(),
         }
     }
@@ -236,7 +239,10 @@ impl PathSender {
             self.loss.on_acked();
         }
         self.last_progress = now;
-        self.timeout_backoff = 0;
+        if self.timeout_backoff > 0 {
+            self.timeout_backoff = 0;
+            self.update_timeout();
+        }
         self.first_sent_time = p.sent;
         // Only the largest carries timestamps; an ack that only fills holes
         // below it measures nothing.
@@ -245,6 +251,7 @@ impl PathSender {
         });
         if let Some(rtt) = rtt {
             self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
+            self.update_timeout();
             let raw = ack.recv_ts_us.wrapping_sub(p.sent.wire_micros());
             self.owd.on_sample(*owd_anchor.get_or_insert(raw), raw);
         }
@@ -280,10 +287,17 @@ impl PathSender {
         if self.bytes_in_flight == 0 {
             return None;
         }
-        let oldest = self.in_flight.iter().find(|p| !p.resolved)?.sent;
+        // Resolved packets are popped from the front, so the front is the
+        // oldest one still in flight.
+        let oldest = self.in_flight.front()?.sent;
+        Some(oldest.max(self.last_progress) + self.timeout)
+    }
+
+    /// RFC 6298-style timeout, clamped, doubled per silent timeout.
+    fn update_timeout(&mut self) {
         let base = self.rtt.timeout(MIN_PATH_TIMEOUT).min(MAX_PATH_TIMEOUT);
         let backed_off = base * 2u32.saturating_pow(self.timeout_backoff.min(5));
-        Some(oldest.max(self.last_progress) + backed_off.min(MAX_PATH_TIMEOUT * 4))
+        self.timeout = backed_off.min(MAX_PATH_TIMEOUT * 4);
     }
 
     /// Declares everything in flight lost: the path is silent.
@@ -303,6 +317,7 @@ impl PathSender {
         }
         self.counters.timeouts += 1;
         self.timeout_backoff += 1;
+        self.update_timeout();
         self.last_progress = now;
         self.cc.on_timeout(now);
     }

@@ -54,19 +54,13 @@ impl Scheduler for EarliestArrival {
         {
             return Decision::Send(PathSet::one(p.index));
         }
-        let live: Vec<&PathView> = ctx
-            .paths
-            .iter()
-            .filter(|p| !p.suspect || p.can_send)
-            .collect();
-        let base = live
-            .iter()
+        let live = || ctx.paths.iter().filter(|p| !p.suspect || p.can_send);
+        let base = live()
             .filter_map(|p| p.owd_us)
             .fold(f64::INFINITY, f64::min);
         let base = if base.is_finite() { base } else { 0.0 };
         let est = |p: &PathView| arrival_secs(p, ctx.now, ctx.packet_bytes, base);
-        let best_open = live
-            .iter()
+        let best_open = live()
             .filter(|p| p.can_send)
             .map(|p| (est(p), p.index))
             .min_by(|a, b| a.0.total_cmp(&b.0));
@@ -74,10 +68,9 @@ impl Scheduler for EarliestArrival {
             return Decision::Wait;
         };
         // The best closed path, judged for the head of the queue.
-        let closed = live
-            .iter()
+        let closed = live()
             .filter(|p| !p.can_send && !p.suspect)
-            .map(|p| (est(p), *p))
+            .map(|p| (est(p), p))
             .min_by(|a, b| a.0.total_cmp(&b.0));
         let Some((closed_est, fast)) = closed.filter(|(e, _)| *e < open_est) else {
             return Decision::Send(PathSet::one(open_index));
