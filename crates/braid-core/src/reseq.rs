@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use crate::path::RttEstimator;
+use crate::cc::WindowedMax;
 use std::time::Duration;
 
 use crate::time::Instant;
@@ -60,6 +60,7 @@ pub struct Delivery {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ReseqCounters {
     pub delivered: u64,
     pub delivered_late: u64,
@@ -86,6 +87,9 @@ pub struct PathGap {
     pub last_lost: Option<u64>,
 }
 
+/// How long the hole timeout remembers a slow fill, in milliseconds.
+const FILL_WINDOW_MS: u64 = 10_000;
+
 /// Widest hole whose numbers `note_gap` will walk.
 const MAX_GAP_SCAN: u64 = 1 << 16;
 
@@ -108,8 +112,10 @@ pub struct Resequencer {
     /// behind a hole to the hole's packet, including ones that came after
     /// their number was given up on. The sender may hold earlier packets
     /// back for a faster path (`SendBehind`), so holes can outlast what
-    /// one-way delays predict; the timeout learns it like an RTO.
-    fill: RttEstimator,
+    /// one-way delays predict. Fill times are bimodal (most holes close in
+    /// a millisecond, some take a path's delay), so the timeout follows the
+    /// largest recent one rather than a mean and variance.
+    fill_max: WindowedMax,
     /// Time of the latest input, stamped on skipped numbers.
     now: Instant,
     /// (arrival, number) of held packets in arrival order; entries of
@@ -133,7 +139,7 @@ impl Resequencer {
             held_bytes: 0,
             known_lost: BTreeSet::new(),
             skipped: BTreeMap::new(),
-            fill: RttEstimator::default(),
+            fill_max: WindowedMax::new(FILL_WINDOW_MS),
             now: Instant::ZERO,
             arrivals: VecDeque::new(),
             seen_ahead: BTreeSet::new(),
@@ -150,12 +156,15 @@ impl Resequencer {
         self.timeout = timeout.min(self.config.max_hold);
     }
 
-    /// The caller's timeout, or longer if holes have been seen to take longer.
+    fn on_fill(&mut self, waited: Duration) {
+        let now_ms = self.now.as_nanos() / 1_000_000;
+        self.fill_max.update(now_ms, waited.as_secs_f64());
+    }
+
+    /// The caller's timeout, or longer if holes have recently taken longer.
     fn hole_timeout(&self) -> Duration {
-        let learned = self
-            .fill
-            .srtt()
-            .map_or(Duration::ZERO, |_| self.fill.timeout(Duration::ZERO));
+        let learned =
+            Duration::from_secs_f64(self.fill_max.get().unwrap_or(0.0)) + Duration::from_millis(2);
         self.timeout.max(learned).min(self.config.max_hold)
     }
 
@@ -272,7 +281,7 @@ impl Resequencer {
         if gseq < self.next {
             if let Some(skipped_at) = self.skipped.remove(&gseq) {
                 // The hole was open for about one timeout before the skip.
-                self.fill.on_sample(now - skipped_at + self.timeout);
+                self.on_fill(now - skipped_at + self.hole_timeout());
                 self.emit(gseq, payload, false, Duration::ZERO);
             } else {
                 self.counters.duplicates += 1;
@@ -281,7 +290,8 @@ impl Resequencer {
         }
         if gseq == self.next {
             if let Some((_, first)) = self.held.first_key_value() {
-                self.fill.on_sample(now - first.arrived);
+                let waited = now - first.arrived;
+                self.on_fill(waited);
             }
         }
         if self.held.contains_key(&gseq) {

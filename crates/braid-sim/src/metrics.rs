@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use braid_core::reseq::Delivery;
+use braid_core::reseq::{Delivery, ReseqCounters};
 use braid_core::sender::Sender;
 use serde::Serialize;
 
@@ -75,6 +75,9 @@ pub struct Report {
     pub sender_queue_drops: u64,
     /// Datagrams the scheduler dropped (no path could take them).
     pub scheduler_drops: u64,
+    /// The resequencer's own account: holes given up on, timer expiries,
+    /// packets that arrived after their number was skipped.
+    pub reseq: ReseqCounters,
     pub paths: Vec<PathReport>,
     /// Per time bin: start (s), per-path throughput (bit/s), in-order goodput (bit/s).
     pub series: Series,
@@ -182,7 +185,13 @@ impl Metrics {
         }
     }
 
-    pub fn finish(mut self, s: &Scenario, sender: &Sender, links: &[(Link, Link)]) -> Report {
+    pub fn finish(
+        mut self,
+        s: &Scenario,
+        sender: &Sender,
+        reseq: &ReseqCounters,
+        links: &[(Link, Link)],
+    ) -> Report {
         let secs = s.duration.as_secs_f64();
         let offered_bytes = self.sent_at.len() as u64 * s.payload_bytes as u64;
         if let Some(last) = self.last_in_order {
@@ -256,6 +265,7 @@ impl Metrics {
             stall_max_ms: self.stall_max.as_secs_f64() * 1e3,
             sender_queue_drops: sender.counters.dropped_stale + sender.counters.rejected_queue_full,
             scheduler_drops: sender.counters.dropped_by_scheduler,
+            reseq: reseq.clone(),
             paths,
             series: Series {
                 bin_s: bin_secs,

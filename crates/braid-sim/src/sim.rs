@@ -306,5 +306,5 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             metrics.on_delivered(&d, now);
         }
     }
-    Ok(metrics.finish(s, &sender, &links))
+    Ok(metrics.finish(s, &sender, &receiver.resequencer().counters, &links))
 }

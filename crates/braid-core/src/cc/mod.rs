@@ -8,6 +8,7 @@ mod windowed_max;
 
 pub use bbr::Bbr;
 pub use ccid2::Ccid2;
+pub use windowed_max::WindowedMax;
 
 use std::fmt;
 use std::time::Duration;
