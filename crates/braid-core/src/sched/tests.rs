@@ -189,14 +189,14 @@ fn earliest_arrival_waits_for_fast_path_unless_backlog_is_large() {
     paths[0].ready_at = Instant::from_nanos(1_001_000_000);
     assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Wait);
     // 200 kB queued would take 160 ms at 10 Mbit/s: the slow path takes the
-    // packet the fast one could not deliver within the 90 ms difference,
-    // about 112 kB back in the queue.
+    // packet the fast one could not deliver within the 90 ms difference
+    // (about 112 kB back in the queue, of which it trusts 80 %).
     match s.pick(&ctx(&paths, 200_000)) {
         Decision::SendBehind {
             path: 1,
             ahead_bytes,
         } => {
-            assert!((105_000..115_000).contains(&ahead_bytes), "{ahead_bytes}")
+            assert!((84_000..92_000).contains(&ahead_bytes), "{ahead_bytes}")
         }
         other => panic!("{other:?}"),
     }
