@@ -7,7 +7,8 @@
 # Needs root, iperf3, iputils-ping, mptcpize, python3, and a built braid:
 #   cargo build --release -p braid
 #   sudo crates/braid-lab/bench/lab-bench.sh > lab-results.md
-# Environment: BRAID (binary), TRACES (trace folder), DUR (seconds per run).
+# Environment: BRAID (binary), TRACES (trace folder), DUR (seconds per run),
+# SECTIONS (any of: rate trace delay loss capacity mptcp; default all).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,10 +16,12 @@ repo=$(cd "$here/../../.." && pwd)
 BRAID=${BRAID:-$repo/target/release/braid}
 TRACES=${TRACES:-$repo/../shared/traces}
 DUR=${DUR:-20}
+SECTIONS=${SECTIONS:-rate trace delay loss capacity mptcp}
 LAB=bench
 SERVER=198.19.0.1
 
 say() { echo "+ $*" >&2; }
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 lab() { "$BRAID" lab "$@"; }
 cleanup() { lab down --name "$LAB" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -68,6 +71,25 @@ measure_rate() {
     calc "'%.3f' % (($b2 - $b1) * 8 / ($t2 - $t1) / 1e6)"
 }
 
+# Capacity of direction DIR (up/down) of path INDEX (0-based) over the emulator's
+# time window [FROM, TO) seconds: constant rate, or the trace's opportunities.
+capacity_mbit() {
+    local index=$1 dir=$2 from=$3 to=$4
+    status_json | TRACES="$TRACES" python3 -c "
+import json, os, sys
+p = json.load(sys.stdin)['paths'][$index]['$dir']['settings']
+if p['rate_bps']:
+    print('%.3f' % (p['rate_bps'] / 1e6)); sys.exit()
+ops = [int(l) for l in open(os.path.join(os.environ['TRACES'], p['trace'])) if l.strip()]
+period = ops[-1]
+def before(t_ms):
+    full, rem = divmod(t_ms, period)
+    return full * len(ops) + sum(1 for o in ops if o < rem)
+a, b = int(($from) * 1000), int(($to) * 1000)
+print('%.3f' % ((before(b) - before(a)) * 1500 * 8 / ((b - a) / 1000) / 1e6))"
+}
+
+if want rate; then
 echo "### Rate (one path, 5 ms; IP rate from the emulator's counters over ${DUR} s)"
 echo
 echo "UDP offers 1.2 x the rate; TCP is one iperf3 stream (cubic), its goodput taken by iperf3 with the first 2 s omitted."
@@ -84,6 +106,31 @@ for r in 1 10 100 300; do
 done
 echo
 
+fi
+
+if want trace; then
+echo "### Trace replay (TMobile-LTE-short.up on the up direction, 5 ms; UDP offered at 100 Mbit/s)"
+echo
+echo "| window | trace capacity in the window | forwarded IP rate | error |"
+echo "|---|---|---|---|"
+(
+    cd "$TRACES"
+    up "trace=TMobile-LTE-short.up/TMobile-LTE-short.down,5ms"
+    cx iperf3 -u -c "$SERVER" -b 100M -l 1472 -t $((DUR + 3)) >/dev/null 2>&1 &
+    load=$!
+    sleep 2
+    read -r b1 t1 < <(snap 0 up forwarded_bytes)
+    sleep "$DUR"
+    read -r b2 t2 < <(snap 0 up forwarded_bytes)
+    wait "$load"
+    c=$(capacity_mbit 0 up "$t1" "$t2")
+    m=$(calc "'%.3f' % (($b2 - $b1) * 8 / ($t2 - $t1) / 1e6)")
+    echo "| $(calc "'%.1f-%.1f s' % ($t1, $t2)") | $c Mbit/s | $m Mbit/s | $(calc "'%+.2f %%' % (($m / $c - 1) * 100)") |"
+)
+echo
+fi
+
+if want delay; then
 echo "### Delay (ping RTT minus 2 x configured one-way delay)"
 echo
 echo "| configured one-way | load on other paths | pings | RTT p50 | RTT p99 | RTT max | p99 error |"
@@ -93,12 +140,13 @@ for d in 1 10 40; do
     read -r n p50 p99 max < <(cx ping -n -c 1000 -i 0.005 "$SERVER" | rtt_stats)
     echo "| $d ms | none | $n | $p50 ms | $p99 ms | $max ms | $(calc "'%+.3f ms' % ($p99 - 2 * $d)") |"
 done
-# About 300 Mbit/s of TCP across two loaded paths while ping measures the third.
-up "150mbit,10ms" "150mbit,10ms" "100mbit,10ms"
+# 300 Mbit/s or more of TCP (two streams on each of two 200 Mbit/s paths)
+# while ping measures a third path.
+up "200mbit,10ms" "200mbit,10ms" "100mbit,10ms"
 lab exec --name "$LAB" server iperf3 -s -D -p 5202
-cx iperf3 -c "$SERVER" -B 198.18.1.2 -t 14 >/dev/null &
+cx iperf3 -c "$SERVER" -B 198.18.1.2 -P 2 -t 14 >/dev/null &
 l1=$!
-cx iperf3 -c "$SERVER" -p 5202 -B 198.18.2.2 -t 14 >/dev/null &
+cx iperf3 -c "$SERVER" -p 5202 -B 198.18.2.2 -P 2 -t 14 >/dev/null &
 l2=$!
 sleep 2
 read -r fw1 t1 < <(snap 0 up forwarded_bytes); read -r fw2 _ < <(snap 1 up forwarded_bytes)
@@ -116,6 +164,9 @@ echo
 echo "Emulator's own lateness during the loaded run (frames sent > 0.5 ms after their due time, all paths and directions): $late."
 echo
 
+fi
+
+if want loss; then
 echo "### Loss (100 Mbit/s, 1 ms; 5000 pings at 2 ms intervals; per-direction rates from the emulator's counters)"
 echo
 echo "| configured per direction | up measured | down measured | ping loss | expected 1-(1-p)^2 |"
@@ -133,6 +184,9 @@ print('%.2f %%|%.2f %%' % (f(p['up']), f(p['down'])))")
 done
 echo
 
+fi
+
+if want capacity; then
 echo "### Forwarding capacity, unshaped (10gbit,0ms path)"
 echo
 echo "| traffic | goodput | emulator forwarded (IP) | packets/s |"
@@ -148,31 +202,14 @@ for kind in "TCP 1 stream:-P 1" "TCP 4 streams:-P 4" "UDP 1472 B, offered 2 Gbit
     echo "| $label | $g Mbit/s | $(calc "'%.0f Mbit/s' % (($b2 - $b1) * 8 / ($t2 - $t1) / 1e6)") | $(calc "'%.0f' % (($p2 - $p1) / ($t2 - $t1))") |"
 done
 echo
-
-# Capacity of the down direction of path INDEX (0-based) over the emulator's
-# time window [FROM, TO) seconds: constant rate, or the trace's opportunities.
-capacity_mbit() {
-    local index=$1 from=$2 to=$3
-    status_json | TRACES="$TRACES" python3 -c "
-import json, os, sys
-p = json.load(sys.stdin)['paths'][$index]['down']['settings']
-if p['rate_bps']:
-    print('%.3f' % (p['rate_bps'] / 1e6)); sys.exit()
-ops = [int(l) for l in open(os.path.join(os.environ['TRACES'], p['trace'])) if l.strip()]
-period = ops[-1]
-def before(t_ms):
-    full, rem = divmod(t_ms, period)
-    return full * len(ops) + sum(1 for o in ops if o < rem)
-a, b = int(($from) * 1000), int(($to) * 1000)
-print('%.3f' % ((before(b) - before(a)) * 1500 * 8 / ((b - a) / 1000) / 1e6))"
-}
+fi
 
 mptcp_scenario() {
     local title=$1
     shift
     up "$@"
-    # Specs name their trace relative to TRACES (a '/' in a SPEC separates
-    # directions), so `up` ran from there.
+    # The trace in the last scenario is named relative to TRACES, where
+    # `up` runs.
     for ns in client server; do
         lab exec --name "$LAB" "$ns" ip mptcp limits set subflow 8 add_addr_accepted 8
     done
@@ -182,15 +219,15 @@ mptcp_scenario() {
     local u0 u1 g1 g2 gm c1 c2
     # Download (server to client), as a user of a bonded link mostly does.
     u0=$(uptime_s); g1=$(cx iperf3 -c "$SERVER" -B 198.18.1.2 -R -t "$DUR" -O 2 -J | goodput); u1=$(uptime_s)
-    c1=$(capacity_mbit 0 "$u0 + 2" "$u1")
+    c1=$(capacity_mbit 0 down "$u0 + 2" "$u1")
     u0=$(uptime_s); g2=$(cx iperf3 -c "$SERVER" -B 198.18.2.2 -R -t "$DUR" -O 2 -J | goodput); u1=$(uptime_s)
-    c2=$(capacity_mbit 1 "$u0 + 2" "$u1")
+    c2=$(capacity_mbit 1 down "$u0 + 2" "$u1")
     local a0 b0 a1 b1
     a0=$(counter 0 down forwarded_bytes); b0=$(counter 1 down forwarded_bytes)
     u0=$(uptime_s); gm=$(cx mptcpize run iperf3 -c "$SERVER" -p 5301 -R -t "$DUR" -O 2 -J | goodput); u1=$(uptime_s)
     a1=$(counter 0 down forwarded_bytes); b1=$(counter 1 down forwarded_bytes)
     local m1 m2 sum
-    m1=$(capacity_mbit 0 "$u0 + 2" "$u1"); m2=$(capacity_mbit 1 "$u0 + 2" "$u1")
+    m1=$(capacity_mbit 0 down "$u0 + 2" "$u1"); m2=$(capacity_mbit 1 down "$u0 + 2" "$u1")
     sum=$(calc "$m1 + $m2")
     echo "| $title | TCP on p1 | $g1 | $c1 | $(calc "'%.1f %%' % ($g1 / ($c1 + $c2) * 100)") |"
     echo "| | TCP on p2 | $g2 | $c2 | $(calc "'%.1f %%' % ($g2 / ($c1 + $c2) * 100)") |"
@@ -200,6 +237,7 @@ mptcp_scenario() {
     echo "| | (emulator: IP delivered downward during the MPTCP run, omitted start included) | p1 $(calc "'%.3f' % (($a1 - $a0) * 8 / ($u1 - $u0) / 1e6)"), p2 $(calc "'%.3f' % (($b1 - $b0) * 8 / ($u1 - $u0) / 1e6)") | | |"
 }
 
+if want mptcp; then
 echo "### Anchor: Linux kernel MPTCP vs single-path TCP (download, iperf3 -R, ${DUR} s after 2 s omitted)"
 echo
 echo "Utilization = goodput / sum of both paths' capacities (IP bits) over the same window."
@@ -211,3 +249,4 @@ mptcp_scenario "8mbit,10ms + 2mbit,40ms" "8mbit,10ms" "2mbit,40ms"
 mptcp_scenario "10mbit,5ms + 10mbit,50ms" "10mbit,5ms" "10mbit,50ms"
 mptcp_scenario "10mbit,20ms + TMobile-LTE-short trace,30ms" "10mbit,20ms" \
     "trace=TMobile-LTE-short.up/TMobile-LTE-short.down,30ms"
+fi

@@ -37,7 +37,16 @@
 //! takes a nanosecond timeout; timer slack is set to 1 ns and the thread runs
 //! `SCHED_FIFO` so that a wake-up preempts the traffic generators instead of
 //! waiting for a time slice. There is no busy polling: spinning would steal a
-//! whole core from the stacks being measured.
+//! whole core from the stacks being measured. Arrivals are stamped with the
+//! kernel's receive time (`SO_TIMESTAMPNS`), not the time the loop got to
+//! them, so a late wake-up or a long batch does not add to the emulated
+//! delay; only the lateness of sending remains, and the emulator counts it
+//! (`late_over_500us`, `max_late_us` in `status`).
+//!
+//! One cost stays with the emulator by design: injecting a frame into a veth
+//! runs the receiving namespace's network stack for it in the emulator's
+//! thread (softirq on the same CPU). That is what bounds lateness under heavy
+//! load, and the benchmark reports it.
 
 pub mod control;
 mod daemon;
