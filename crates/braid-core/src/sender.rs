@@ -294,10 +294,12 @@ impl Sender {
                 srtt: p.rtt.srtt(),
                 min_rtt: p.rtt.min_rtt(),
                 owd_us: p.owd.has_samples().then(|| p.owd.smoothed_us()),
+                queueing: p.owd.queueing(),
                 bandwidth_bps: p.bandwidth_bps(),
                 kalman_bps: p.kalman.estimate_bps(),
                 cost: p.cost,
                 suspect: p.is_suspect(),
+                stalled: p.is_stalled(now, bytes),
             }));
     }
 
@@ -311,6 +313,7 @@ impl Sender {
                 paths: &self.views,
                 packet_bytes: head_bytes,
                 backlog_bytes: wire_bytes(0) * self.queue.len() as u64 + self.queue_bytes as u64,
+                queue_delay_limit: self.queue_delay_limit,
             });
             match decision {
                 Decision::Wait => break,
@@ -400,7 +403,9 @@ impl Sender {
                         .is_none_or(|last| report.report_seq.wrapping_sub(last) as i32 > 0);
                     if fresh {
                         self.last_report_seq = Some(report.report_seq);
-                        self.scheduler.on_loss_report(now, &report.entries);
+                        self.refresh_views(now, crate::cc::MSS);
+                        self.scheduler
+                            .on_loss_report(now, &report.entries, &self.views);
                     }
                 }
             }

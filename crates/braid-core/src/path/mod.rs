@@ -322,6 +322,13 @@ impl PathSender {
         self.cc.on_timeout(now);
     }
 
+    /// The window is full and no acknowledgement came for a smoothed RTT:
+    /// the path is in a fade or outage, whatever its estimates say.
+    pub fn is_stalled(&self, now: Instant, bytes: u64) -> bool {
+        let patience = self.rtt.srtt().unwrap_or(Duration::from_millis(100));
+        !self.cwnd_open(bytes) && now - self.last_progress > patience
+    }
+
     /// A path is suspect while it has timed out and not been heard from since.
     pub fn is_suspect(&self) -> bool {
         self.timeout_backoff > 0

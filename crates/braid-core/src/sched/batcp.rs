@@ -14,8 +14,10 @@
 //! load. We read the intent: `load_i = ceil(max(index) / index_i)`, so the
 //! best interface gets the most segments and the worst gets one.
 //! Throughput is the Kalman-filtered delivery rate in Mbit/s. Each path's
-//! window is respected: when the path whose turn it is has no room, the
-//! packet waits (BATCP runs one TCP connection per interface).
+//! window and pacing are respected. BATCP runs one TCP connection per
+//! interface, each with its own buffer, so a busy interface never holds up
+//! the others: here the round robin turns among the paths that may send
+//! now, and waits only when none may.
 
 use super::params::{ParamError, Params};
 use super::smooth_wrr::SmoothWrr;
@@ -27,8 +29,8 @@ pub struct Batcp {
     costs: Vec<f64>,
     loads: Vec<f64>,
     wrr: SmoothWrr,
-    /// Turn already decided but waiting for its path to open.
-    pending: Option<usize>,
+    /// `loads`, zeroed for paths that may not send now.
+    open_loads: Vec<f64>,
 }
 
 impl Batcp {
@@ -47,7 +49,7 @@ impl Batcp {
             costs: paths.iter().map(|p| p.cost).collect(),
             loads: vec![1.0; paths.len()],
             wrr: SmoothWrr::default(),
-            pending: None,
+            open_loads: Vec::with_capacity(paths.len()),
         })
     }
 
@@ -93,21 +95,18 @@ impl Scheduler for Batcp {
     }
 
     fn pick(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        let turn = match self.pending.take() {
-            Some(t) => t,
-            None => {
-                self.refresh_loads(ctx.paths);
-                match self.wrr.next(&self.loads) {
-                    Some(t) => t,
-                    None => return Decision::Drop,
-                }
-            }
-        };
-        if ctx.paths[turn].can_send {
-            Decision::Send(PathSet::one(turn))
-        } else {
-            self.pending = Some(turn);
-            Decision::Wait
+        self.refresh_loads(ctx.paths);
+        self.open_loads.clear();
+        self.open_loads
+            .extend(
+                ctx.paths
+                    .iter()
+                    .zip(&self.loads)
+                    .map(|(p, &l)| if p.can_send { l } else { 0.0 }),
+            );
+        match self.wrr.next(&self.open_loads) {
+            Some(turn) => Decision::Send(PathSet::one(turn)),
+            None => Decision::Wait,
         }
     }
 }

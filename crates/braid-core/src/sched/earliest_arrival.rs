@@ -73,8 +73,9 @@ impl Scheduler for EarliestArrival {
             return Decision::Wait;
         };
         // The best closed path, judged for the head of the queue.
+        // A stalled path's estimates describe the past: never wait for it.
         let closed = live()
-            .filter(|p| !p.can_send && !p.suspect)
+            .filter(|p| !p.can_send && !p.suspect && !p.stalled)
             .map(|p| (est(p), p))
             .min_by(|a, b| a.0.total_cmp(&b.0));
         let Some((closed_est, fast)) = closed.filter(|(e, _)| *e < open_est) else {
@@ -83,7 +84,11 @@ impl Scheduler for EarliestArrival {
         // Bytes the closed path delivers before the open path would deliver
         // this packet: those stay queued for it.
         let bw = fast.bandwidth_bps.unwrap_or(1.0).max(1.0);
-        let ahead = ((open_est - closed_est) * bw / 8.0 * AHEAD_MARGIN) as u64;
+        // Never more than the fast path can send before queued packets go
+        // stale: beyond that, waiting for it only gets packets dropped.
+        let drains_in_time = bw * ctx.queue_delay_limit.as_secs_f64() / 8.0;
+        let ahead = ((open_est - closed_est) * bw / 8.0).min(drains_in_time) * AHEAD_MARGIN;
+        let ahead = ahead as u64;
         if ahead + ctx.packet_bytes >= ctx.backlog_bytes {
             Decision::Wait
         } else {

@@ -80,6 +80,8 @@ pub struct PathView {
     pub min_rtt: Option<Duration>,
     /// Smoothed relative one-way delay, µs (comparable across paths only).
     pub owd_us: Option<f64>,
+    /// Smoothed one-way delay above the path's minimum: its queue.
+    pub queueing: Duration,
     /// Congestion controller's rate estimate.
     pub bandwidth_bps: Option<f64>,
     /// Kalman-filtered delivery rate (paper batcp).
@@ -87,6 +89,8 @@ pub struct PathView {
     pub cost: f64,
     /// Timed out and not heard from since.
     pub suspect: bool,
+    /// Window full and no acknowledgement for an RTT (a fade, an outage).
+    pub stalled: bool,
 }
 
 pub struct SchedContext<'a> {
@@ -95,13 +99,16 @@ pub struct SchedContext<'a> {
     pub packet_bytes: u64,
     /// Bytes waiting in the send queue, this packet included.
     pub backlog_bytes: u64,
+    /// How long a datagram may wait in the send queue before it is dropped.
+    pub queue_delay_limit: Duration,
 }
 
 pub trait Scheduler: fmt::Debug + Send {
     fn name(&self) -> &'static str;
     fn pick(&mut self, ctx: &SchedContext<'_>) -> Decision;
-    /// A periodic loss report from the receiver (every `T_report`).
-    fn on_loss_report(&mut self, _now: Instant, _entries: &[LossEntry]) {}
+    /// A periodic loss report from the receiver (every `T_report`), with a
+    /// snapshot of the paths.
+    fn on_loss_report(&mut self, _now: Instant, _entries: &[LossEntry], _paths: &[PathView]) {}
 }
 
 /// What a scheduler needs to know about the paths when it is built.

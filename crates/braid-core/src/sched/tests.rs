@@ -22,10 +22,12 @@ fn view(index: usize) -> PathView {
         srtt: Some(Duration::from_millis(20)),
         min_rtt: Some(Duration::from_millis(20)),
         owd_us: Some(10_000.0),
+        queueing: Duration::ZERO,
         bandwidth_bps: Some(10e6),
         kalman_bps: Some(10e6),
         cost: 1.0,
         suspect: false,
+        stalled: false,
     }
 }
 
@@ -35,6 +37,7 @@ fn ctx<'a>(paths: &'a [PathView], backlog: u64) -> SchedContext<'a> {
         paths,
         packet_bytes: 1_400,
         backlog_bytes: backlog,
+        queue_delay_limit: Duration::from_millis(500),
     }
 }
 
@@ -108,7 +111,7 @@ fn most_free_cwnd_picks_most_room_and_drops_only_when_all_full() {
 #[test]
 fn lawrr_uses_mobile_only_after_loss_and_shifts_back() {
     let paths = vec![view(0), view(1)];
-    let mut s = build("lawrr:k=0.5,t_dwd=100ms", &infos(2)).unwrap();
+    let mut s = build("lawrr:k=0.5,t_dwd=100ms,delay=off", &infos(2)).unwrap();
     assert_eq!(shares(&mut *s, &paths, 1000), vec![1000, 0]);
     let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
     let report = |lost| {
@@ -126,11 +129,11 @@ fn lawrr_uses_mobile_only_after_loss_and_shifts_back() {
         ]
     };
     // IWI: first loss adds the lost count.
-    s.on_loss_report(t(50), &report(4));
+    s.on_loss_report(t(50), &report(4), &paths);
     let after_iwi = shares(&mut *s, &paths, 540);
     assert_eq!(after_iwi, vec![500, 40]);
     // AWI: += k * lost/sent * w_fixed = 0.5 * 10/110 * 50.
-    s.on_loss_report(t(100), &report(10));
+    s.on_loss_report(t(100), &report(10), &paths);
     let w = 4.0 + 0.5 * 10.0 / 110.0 * 50.0;
     let counts = shares(&mut *s, &paths, 10_000);
     let expected_mobile = 10_000.0 * w / (50.0 + w);
@@ -139,15 +142,43 @@ fn lawrr_uses_mobile_only_after_loss_and_shifts_back() {
         "{counts:?}"
     );
     // DWD: nothing before t_dwd, then one per loss-free report.
-    s.on_loss_report(t(150), &report(0));
-    s.on_loss_report(t(200), &report(0));
-    s.on_loss_report(t(250), &report(0));
+    s.on_loss_report(t(150), &report(0), &paths);
+    s.on_loss_report(t(200), &report(0), &paths);
+    s.on_loss_report(t(250), &report(0), &paths);
     let counts = shares(&mut *s, &paths, 10_000);
     let expected_mobile = 10_000.0 * (w - 2.0) / (50.0 + w - 2.0);
     assert!(
         (counts[1] as f64 - expected_mobile).abs() <= 2.0,
         "{counts:?}"
     );
+}
+
+#[test]
+fn lawrr_reads_a_growing_fixed_line_queue_as_congestion() {
+    let mut paths = vec![view(0), view(1)];
+    let mut s = build("lawrr:k=0.5,delay=5ms", &infos(2)).unwrap();
+    let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+    let clean = [
+        LossEntry {
+            path: 0,
+            received: 100,
+            lost: 0,
+        },
+        LossEntry {
+            path: 1,
+            received: 0,
+            lost: 0,
+        },
+    ];
+    // 12 ms of queue on the fixed line, no loss: the mobile path gets traffic.
+    paths[0].queueing = Duration::from_millis(12);
+    s.on_loss_report(t(50), &clean, &paths);
+    s.on_loss_report(t(100), &clean, &paths);
+    assert!(shares(&mut *s, &paths, 1000)[1] > 0);
+    // With the signal off, the same reports change nothing.
+    let mut off = build("lawrr:k=0.5,delay=off", &infos(2)).unwrap();
+    off.on_loss_report(t(50), &clean, &paths);
+    assert_eq!(shares(&mut *off, &paths, 1000)[1], 0);
 }
 
 #[test]
@@ -188,6 +219,14 @@ fn earliest_arrival_waits_for_fast_path_unless_backlog_is_large() {
     paths[0].can_send = false;
     paths[0].ready_at = Instant::from_nanos(1_001_000_000);
     assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Wait);
+    // A fast path that stopped acknowledging is not worth waiting for.
+    let mut stalled = paths.clone();
+    stalled[0].cwnd_open = false;
+    stalled[0].stalled = true;
+    assert_eq!(
+        s.pick(&ctx(&stalled, 1_400)),
+        Decision::Send(PathSet::one(1))
+    );
     // 200 kB queued would take 160 ms at 10 Mbit/s: the slow path takes the
     // packet the fast one could not deliver within the 90 ms difference
     // (about 112 kB back in the queue, of which it trusts 80 %).
