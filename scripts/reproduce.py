@@ -3,7 +3,7 @@
 their tables in Markdown. Usage:
 
     cargo build --release -p braid
-    python3 scripts/reproduce.py [SECTION...]   # sections: udp-proxy layer3 batcp cmt targets speed
+    python3 scripts/reproduce.py [SECTION...]   # sections: cc udp-proxy layer3 batcp cmt targets speed
 
 Every figure comes from the simulator with seed 1 unless a table says
 otherwise; the exact bench command of each row can be printed with --commands.
@@ -98,11 +98,14 @@ def layer3():
     rows = []
     for k in ["0.1", "0.5", "1"]:
         for t in ["50ms", "250ms", "500ms"]:
-            r = bench(LAYER3_PATHS, f"lawrr:k={k},t_dwd={t}", "ramp:63mbit:105mbit:15s:10s", "40s")
-            fixed = r["paths"][0]
-            rows.append([k, t, pct(fixed["loss_rate"], 2), PAPER_LAYER3[(k, t)], pct(fixed["utilization"]),
-                         mbit(r["paths"][1]["throughput_bps"]), pct(r["loss_rate"], 2)])
-    table(["k", "t_dwd", "fixed-line loss", "paper's loss", "fixed-line util", "LTE Mbit/s", "app loss"], rows)
+            row = [k, t, PAPER_LAYER3[(k, t)]]
+            for variant in [",delay=off", ""]:
+                r = bench(LAYER3_PATHS, f"lawrr:k={k},t_dwd={t}{variant}", "ramp:63mbit:105mbit:15s:10s", "40s")
+                fixed = r["paths"][0]
+                row += [pct(fixed["loss_rate"], 2), pct(fixed["utilization"])]
+            rows.append(row)
+    table(["k", "t_dwd", "paper's loss", "fixed loss (paper's algorithm)", "fixed util",
+           "fixed loss (braid lawrr, delay signal)", "fixed util"], rows)
 
     print("Same paths under constant overload (CBR 105 Mbit/s, 30 s), every scheduler:\n")
     rows = []
@@ -157,6 +160,15 @@ def targets():
                      "yes" if both["goodput_bps"] >= single else "NO"])
     table(["second path", "paths", "best single Mbit/s", "bonded Mbit/s", "bonded >= best"], rows)
 
+    print("### lawrr k=0.5, t_dwd=250 ms, fixed line + LTE, constant overload (CBR 105 Mbit/s), 60 s\n")
+    rows = []
+    for sched in ["lawrr:k=0.5,t_dwd=250ms", "lawrr:k=0.5,t_dwd=250ms,delay=off"]:
+        r = bench(LAYER3_PATHS, sched, "cbr:105mbit", "60s")
+        fixed = r["paths"][0]
+        rows.append([sched, pct(fixed["loss_rate"], 3), pct(fixed["utilization"]),
+                     mbit(r["paths"][1]["throughput_bps"]), pct(r["loss_rate"], 3)])
+    table(["scheduler", "fixed-line loss", "fixed-line util", "LTE Mbit/s", "app loss"], rows)
+
     print("### Constant-rate path + LTE trace (TMobile-LTE-short.down), overloaded (CBR 110 %), 60 s\n")
     tm = os.path.join(TRACES, "TMobile-LTE-short.down")
     rows = []
@@ -165,6 +177,19 @@ def targets():
         rows.append([sched, cc, mbit(r["capacity_bps"]), mbit(r["goodput_bps"]), pct(r["utilization"]),
                      f"{r['reorder_delay_ms']['p99']:.1f}"])
     table(["scheduler", "cc", "capacity", "goodput", "utilization", "reorder p99 ms"], rows)
+
+
+def cc():
+    print("### Congestion control on random loss (earliest-arrival, CBR 110 %, 30 s)\n")
+    rows = []
+    cases = [("60 Mbit/s LTE-like path, 1 % loss", ["60mbit,20ms,loss=1%"]),
+             ("same, 5 % loss", ["60mbit,20ms,loss=5%"]),
+             ("20 Mbit/s DSL + that 1 %-lossy LTE", ["20mbit,8ms", "60mbit,20ms,loss=1%"])]
+    for label, paths in cases:
+        for c in ["bbr", "ccid2"]:
+            r = bench(paths, cc=c)
+            rows.append([label, c, mbit(r["capacity_bps"]), mbit(r["goodput_bps"]), pct(r["utilization"])])
+    table(["paths", "cc", "capacity", "goodput", "utilization"], rows)
 
 
 def speed():
@@ -178,7 +203,7 @@ def speed():
     table(["wall time (whole process)", "faster than real time"], rows)
 
 
-SECTIONS = {"udp-proxy": udp_proxy, "layer3": layer3, "batcp": batcp, "cmt": cmt, "targets": targets,
+SECTIONS = {"cc": cc, "udp-proxy": udp_proxy, "layer3": layer3, "batcp": batcp, "cmt": cmt, "targets": targets,
             "speed": speed}
 
 if __name__ == "__main__":
