@@ -87,6 +87,9 @@ pub struct PathGap {
     pub last_lost: Option<u64>,
 }
 
+/// The most the learned fill time may stretch the caller's timeout.
+const LEARNED_STRETCH_MAX: u32 = 4;
+
 /// How long the hole timeout remembers a slow fill, in milliseconds.
 const FILL_WINDOW_MS: u64 = 10_000;
 
@@ -165,7 +168,11 @@ impl Resequencer {
     fn hole_timeout(&self) -> Duration {
         let learned =
             Duration::from_secs_f64(self.fill_max.get().unwrap_or(0.0)) + Duration::from_millis(2);
-        self.timeout.max(learned).min(self.config.max_hold)
+        // Learning may stretch the timeout, not replace it: a path stuck in a
+        // fade must not make every hole wait for the holding bound.
+        self.timeout
+            .max(learned.min(self.timeout * LEARNED_STRETCH_MAX))
+            .min(self.config.max_hold)
     }
 
     pub fn held_bytes(&self) -> usize {
