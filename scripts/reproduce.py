@@ -10,6 +10,7 @@ otherwise; the exact bench command of each row can be printed with --commands.
 """
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -193,14 +194,17 @@ def cc():
 
 
 def speed():
-    print("### Simulator speed: 60 s, 100 Mbit/s in total over two paths, overloaded\n")
+    print("### Simulator speed: 60 s, 100 Mbit/s in total over two paths, overloaded (one process, one core)\n")
     rows = []
     for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         bench(["50mbit,10ms", "50mbit,30ms"], duration="60s")
         wall = time.perf_counter() - t0
-        rows.append([f"{wall:.2f} s", f"{60 / wall:.0f}x"])
-    table(["wall time (whole process)", "faster than real time"], rows)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rows.append([f"{cpu:.2f} s", f"{60 / cpu:.0f}x", f"{wall:.2f} s"])
+    table(["CPU time", "faster than real time (CPU)", "wall time"], rows)
 
 
 SECTIONS = {"cc": cc, "udp-proxy": udp_proxy, "layer3": layer3, "batcp": batcp, "cmt": cmt, "targets": targets,
