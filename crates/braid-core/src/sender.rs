@@ -293,7 +293,7 @@ impl Sender {
                 in_flight_bytes: p.bytes_in_flight(),
                 srtt: p.rtt.srtt(),
                 min_rtt: p.rtt.min_rtt(),
-                owd_us: p.owd.has_samples().then(|| p.owd.smoothed_us()),
+                owd_us: p.owd.has_samples().then(|| p.owd.min_us() as f64),
                 queueing: p.owd.queueing(),
                 bandwidth_bps: p.bandwidth_bps(),
                 kalman_bps: p.kalman.estimate_bps(),

@@ -1,7 +1,9 @@
 //! Earliest expected arrival (in the spirit of ECF and BLEST): each packet
 //! goes where it is expected to arrive first, where a path's expected
 //! delivery time is the time until it may send, plus the bytes queued ahead
-//! of the packet divided by the path's rate, plus its one-way delay.
+//! of the packet (in flight beyond one bandwidth-delay product) divided by
+//! the path's rate, plus its propagation delay (the smallest one-way delay
+//! seen; the smoothed one would count the queue twice).
 //!
 //! When the best path is momentarily closed (window full or pacing), sending
 //! on a slower path at once is not always better: if the whole backlog can

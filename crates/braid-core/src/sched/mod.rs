@@ -78,7 +78,8 @@ pub struct PathView {
     pub in_flight_bytes: u64,
     pub srtt: Option<Duration>,
     pub min_rtt: Option<Duration>,
-    /// Smoothed relative one-way delay, µs (comparable across paths only).
+    /// Smallest relative one-way delay seen, µs: the propagation part
+    /// (comparable across paths only; the queue is in `queueing`).
     pub owd_us: Option<f64>,
     /// Smoothed one-way delay above the path's minimum: its queue.
     pub queueing: Duration,
