@@ -27,7 +27,9 @@ const STARTUP_GAIN: f64 = 2.885;
 const CYCLE_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 const BW_WINDOW_ROUNDS: u64 = 10;
 const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
-const INITIAL_CWND: u64 = 32 * MSS;
+/// A tunnel carries the aggregate of many flows, and on long paths every
+/// startup round trip costs a round trip of the offered load.
+const INITIAL_CWND: u64 = 64 * MSS;
 const MIN_CWND: u64 = 4 * MSS;
 /// Before the first RTT sample, pace as if the RTT were this.
 const INITIAL_RTT_GUESS: Duration = Duration::from_millis(10);
