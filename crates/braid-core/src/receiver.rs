@@ -53,17 +53,6 @@ struct PathReceiver {
     interval_received: u32,
     interval_lost: u32,
     last_heard: Option<Instant>,
-    received_packets: u64,
-    received_bytes: u64,
-    lost_packets: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReceiverPathStats {
-    pub received_packets: u64,
-    pub received_bytes: u64,
-    /// Gaps in the per-path sequence.
-    pub lost_packets: u64,
 }
 
 #[derive(Debug)]
@@ -102,17 +91,6 @@ impl Receiver {
         &self.reseq
     }
 
-    pub fn path_stats(&self) -> Vec<ReceiverPathStats> {
-        self.paths
-            .iter()
-            .map(|p| ReceiverPathStats {
-                received_packets: p.received_packets,
-                received_bytes: p.received_bytes,
-                lost_packets: p.lost_packets,
-            })
-            .collect()
-    }
-
     /// A packet arriving on path `path` (the path it physically came in on;
     /// a data header's path id must agree): data, or the sender's skip notices.
     pub fn handle_datagram(
@@ -148,14 +126,11 @@ impl Receiver {
             return Err(WireError::PacketType(1));
         };
         let pseq = PathSender::widen_pseq(header.pseq, p.expected);
-        p.received_packets += 1;
-        p.received_bytes += bytes.len() as u64;
         p.last_heard = Some(now);
         let mut gap = None;
         if !p.started || pseq >= p.expected {
             if p.started && pseq > p.expected {
                 let lost = pseq - p.expected;
-                p.lost_packets += lost;
                 p.interval_lost = p.interval_lost.saturating_add(lost as u32);
                 gap = Some(PathGap {
                     after: p.last_gseq,

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::cc::CcKind;
-use crate::path::{PathCounters, PathSender};
+use crate::path::PathSender;
 use crate::sched::{self, Decision, PathInfo, PathView, SchedContext, SchedError, Scheduler};
 use crate::time::Instant;
 use crate::wire::{self, DataHeader, Frame, Packet, SkipFrame, WireError, DATA_HEADER_LEN};
@@ -152,10 +152,6 @@ impl Sender {
 
     pub fn path(&self, index: usize) -> &PathSender {
         &self.paths[index]
-    }
-
-    pub fn path_counters(&self) -> Vec<PathCounters> {
-        self.paths.iter().map(|p| p.counters.clone()).collect()
     }
 
     pub fn queued_bytes(&self) -> usize {

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use braid_core::path::PathCounters;
 use braid_core::reseq::{Delivery, ReseqCounters};
 use braid_core::sender::Sender;
 use serde::Serialize;
@@ -51,7 +52,13 @@ pub struct PathReport {
     /// Share of the packets put on the path that it lost (queue, loss, blackout).
     pub loss_rate: f64,
     pub share: f64,
+    /// What the emulated link did with the path's packets.
     pub link: LinkCounters,
+    /// What the sender saw: packets sent, acknowledged, declared lost, timeouts.
+    pub sender: PathCounters,
+    /// The sender's loss estimates (from acknowledgements): recent and overall.
+    pub sender_loss_recent: f64,
+    pub sender_loss_total: f64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -234,6 +241,9 @@ impl Metrics {
                         0.0
                     },
                     link: up.clone(),
+                    sender: sp.counters.clone(),
+                    sender_loss_recent: sp.loss.recent(),
+                    sender_loss_total: sp.loss.total(),
                 }
             })
             .collect();

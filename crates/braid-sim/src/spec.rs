@@ -59,16 +59,6 @@ pub enum Capacity {
     Trace(Trace),
 }
 
-impl Capacity {
-    /// Capacity in bits/s over `[from, to)` of the run, before blackouts.
-    pub fn bps_between(&self, from: Duration, to: Duration) -> f64 {
-        match self {
-            Capacity::Rate { bps } => *bps as f64,
-            Capacity::Trace(t) => t.capacity_bps(from, to),
-        }
-    }
-}
-
 /// Bursty loss: a two-state Markov chain (good/bad) evaluated per packet.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GilbertElliott {
@@ -131,10 +121,6 @@ impl PathSpec {
         self.name
             .clone()
             .unwrap_or_else(|| format!("p{}", index + 1))
-    }
-
-    pub fn in_blackout(&self, t: Duration) -> bool {
-        self.blackouts.iter().any(|b| b.contains(t))
     }
 
     /// Time within `[from, to)` not covered by any blackout.

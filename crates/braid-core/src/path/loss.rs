@@ -1,5 +1,6 @@
-//! Per-path loss rate from packets the sender declared lost or acked,
-//! as an exponentially weighted average and as exact totals.
+//! Per-path loss rate from packets the sender declared lost or acked:
+//! recent (an exponentially weighted average over about 1000 packets) and
+//! over the path's life.
 
 #[derive(Debug, Clone, Default)]
 pub struct LossEstimator {

@@ -42,6 +42,7 @@ struct SentPacket {
 
 /// Per-path counters, as exact totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PathCounters {
     pub sent_packets: u64,
     pub sent_bytes: u64,

@@ -54,10 +54,6 @@ impl OwdEstimator {
         self.min_us
     }
 
-    pub fn var(&self) -> Duration {
-        Duration::from_micros(self.var_us.max(0.0) as u64)
-    }
-
     /// Delay above the path's minimum: queueing, in effect.
     pub fn queueing(&self) -> Duration {
         Duration::from_micros((self.smoothed_us - self.min_us as f64).max(0.0) as u64)

@@ -7,12 +7,10 @@ pub struct RttEstimator {
     srtt: Option<Duration>,
     rttvar: Duration,
     min: Option<Duration>,
-    latest: Duration,
 }
 
 impl RttEstimator {
     pub fn on_sample(&mut self, rtt: Duration) {
-        self.latest = rtt;
         self.min = Some(self.min.map_or(rtt, |m| m.min(rtt)));
         match self.srtt {
             // RFC 6298 (2.2): first measurement.
@@ -39,10 +37,6 @@ impl RttEstimator {
 
     pub fn min_rtt(&self) -> Option<Duration> {
         self.min
-    }
-
-    pub fn latest(&self) -> Duration {
-        self.latest
     }
 
     /// Retransmission-style timeout, RFC 6298 (2.3), with a caller-chosen floor
