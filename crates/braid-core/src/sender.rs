@@ -246,7 +246,7 @@ impl Sender {
         let path = self
             .paths
             .iter()
-            .filter(|p| !p.is_suspect())
+            .filter(|p| !p.is_suspect() && p.owd.has_samples())
             .min_by(|a, b| a.owd.smoothed_us().total_cmp(&b.owd.smoothed_us()))
             .or(self.paths.first())
             .map_or(0, |p| p.id);
