@@ -277,33 +277,51 @@ impl Sender {
         None
     }
 
+    fn view_of(&self, i: usize, now: Instant, bytes: u64) -> PathView {
+        let p = &self.paths[i];
+        PathView {
+            index: i,
+            cwnd_open: p.cwnd_open(bytes),
+            can_send: p.can_send(now, bytes),
+            ready_at: p.pacing_ready_at().max(now),
+            cwnd_bytes: p.cc().cwnd_bytes(),
+            in_flight_bytes: p.bytes_in_flight(),
+            srtt: p.rtt.srtt(),
+            min_rtt: p.rtt.min_rtt(),
+            owd_us: p.owd.has_samples().then(|| p.owd.min_us() as f64),
+            queueing: p.owd.queueing(),
+            bandwidth_bps: p.bandwidth_bps(),
+            kalman_bps: p.kalman.estimate_bps(),
+            cost: p.cost,
+            suspect: p.is_suspect(),
+            stalled: p.is_stalled(now, bytes),
+        }
+    }
+
     fn refresh_views(&mut self, now: Instant, bytes: u64) {
         self.views.clear();
-        self.views
-            .extend(self.paths.iter().enumerate().map(|(i, p)| PathView {
-                index: i,
-                cwnd_open: p.cwnd_open(bytes),
-                can_send: p.can_send(now, bytes),
-                ready_at: p.pacing_ready_at().max(now),
-                cwnd_bytes: p.cc().cwnd_bytes(),
-                in_flight_bytes: p.bytes_in_flight(),
-                srtt: p.rtt.srtt(),
-                min_rtt: p.rtt.min_rtt(),
-                owd_us: p.owd.has_samples().then(|| p.owd.min_us() as f64),
-                queueing: p.owd.queueing(),
-                bandwidth_bps: p.bandwidth_bps(),
-                kalman_bps: p.kalman.estimate_bps(),
-                cost: p.cost,
-                suspect: p.is_suspect(),
-                stalled: p.is_stalled(now, bytes),
-            }));
+        for i in 0..self.paths.len() {
+            let v = self.view_of(i, now, bytes);
+            self.views.push(v);
+        }
+    }
+
+    /// Re-reads one path's view after it sent a packet.
+    fn refresh_view(&mut self, i: usize, now: Instant, bytes: u64) {
+        self.views[i] = self.view_of(i, now, bytes);
     }
 
     /// Hands queued datagrams to the scheduler until it waits or the queue empties.
     fn drain(&mut self, now: Instant) {
+        // Views are rebuilt when the packet size changes; within one drain
+        // only the paths that sent change, and only those are re-read.
+        let mut views_for = None;
         while let Some(head) = self.queue.front() {
             let head_bytes = wire_bytes(head.payload.len());
-            self.refresh_views(now, head_bytes);
+            if views_for != Some(head_bytes) {
+                self.refresh_views(now, head_bytes);
+                views_for = Some(head_bytes);
+            }
             let decision = self.scheduler.pick(&SchedContext {
                 now,
                 paths: &self.views,
@@ -324,6 +342,7 @@ impl Sender {
                             self.counters.sent_copies += 1;
                         }
                         self.transmit(now, i, &q);
+                        self.refresh_view(i, now, head_bytes);
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
@@ -333,6 +352,7 @@ impl Sender {
                     let q = self.take(index);
                     self.counters.sent_behind += 1;
                     self.transmit(now, path, &q);
+                    self.refresh_view(path, now, head_bytes);
                 }
             }
         }
@@ -359,10 +379,8 @@ impl Sender {
             send_ts_us: now.wire_micros(),
             prev_gap: stamp.prev_gap,
         };
-        let mut data = vec![0u8; DATA_HEADER_LEN + q.payload.len()];
-        header
-            .emit(&q.payload, &mut data)
-            .expect("buffer sized for header and payload");
+        let mut data = Vec::with_capacity(DATA_HEADER_LEN + q.payload.len());
+        header.append_to(&q.payload, &mut data);
         self.out.push_back(Transmit {
             path: path.id,
             data,

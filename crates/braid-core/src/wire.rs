@@ -241,20 +241,14 @@ fn parse_frame(r: &mut Reader<'_>) -> Result<Frame, WireError> {
 }
 
 impl DataHeader {
-    /// Writes header and payload into `out`; returns the packet length.
-    pub fn emit(&self, payload: &[u8], out: &mut [u8]) -> Result<usize, WireError> {
-        let len = DATA_HEADER_LEN + payload.len();
-        if out.len() < len {
-            return Err(WireError::BufferTooSmall(len));
-        }
-        let mut w = Writer { buf: out, pos: 0 };
-        w.put(&[(VERSION << 4) | PacketType::Data as u8, self.path]);
-        w.put(&self.gseq.to_be_bytes());
-        w.put(&self.pseq.to_be_bytes());
-        w.put(&self.send_ts_us.to_be_bytes());
-        w.put(&self.prev_gap.to_be_bytes());
-        w.put(payload);
-        Ok(len)
+    /// Appends header and payload to `out`.
+    pub fn append_to(&self, payload: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(&[(VERSION << 4) | PacketType::Data as u8, self.path]);
+        out.extend_from_slice(&self.gseq.to_be_bytes());
+        out.extend_from_slice(&self.pseq.to_be_bytes());
+        out.extend_from_slice(&self.send_ts_us.to_be_bytes());
+        out.extend_from_slice(&self.prev_gap.to_be_bytes());
+        out.extend_from_slice(payload);
     }
 }
 
@@ -335,10 +329,10 @@ mod tests {
 
     #[test]
     fn data_round_trip() {
-        let mut buf = [0u8; 64];
-        let n = sample_header().emit(b"hello", &mut buf).unwrap();
-        assert_eq!(n, DATA_HEADER_LEN + 5);
-        match Packet::parse(&buf[..n]).unwrap() {
+        let mut buf = Vec::new();
+        sample_header().append_to(b"hello", &mut buf);
+        assert_eq!(buf.len(), DATA_HEADER_LEN + 5);
+        match Packet::parse(&buf).unwrap() {
             Packet::Data { header, payload } => {
                 assert_eq!(header, sample_header());
                 assert_eq!(payload, b"hello");
@@ -393,9 +387,9 @@ mod tests {
         ));
         assert_eq!(Packet::parse(&[0x21]), Err(WireError::Version(2)));
         assert_eq!(Packet::parse(&[0x1f]), Err(WireError::PacketType(15)));
-        let mut buf = [0u8; 64];
-        let n = sample_header().emit(b"", &mut buf).unwrap();
-        for cut in 0..n {
+        let mut buf = Vec::new();
+        sample_header().append_to(b"", &mut buf);
+        for cut in 0..buf.len() {
             assert!(Packet::parse(&buf[..cut]).is_err(), "cut at {cut} parsed");
         }
         // A feedback packet with a truncated ack frame and one with an unknown frame.
@@ -410,8 +404,8 @@ mod tests {
             Err(WireError::Truncated { .. })
         ));
         assert!(matches!(
-            sample_header().emit(b"abc", &mut [0u8; 10]),
-            Err(WireError::BufferTooSmall(25))
+            emit_feedback(0, &[], &mut [0u8; 1]),
+            Err(WireError::BufferTooSmall(2))
         ));
     }
 
@@ -425,9 +419,9 @@ mod tests {
         fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u32,
                             payload in proptest::collection::vec(any::<u8>(), 0..100)) {
             let h = DataHeader { path, gseq, pseq, send_ts_us: ts, prev_gap: gap };
-            let mut buf = vec![0u8; DATA_HEADER_LEN + payload.len()];
-            let n = h.emit(&payload, &mut buf).unwrap();
-            let parsed = Packet::parse(&buf[..n]).unwrap();
+            let mut buf = Vec::new();
+            h.append_to(&payload, &mut buf);
+            let parsed = Packet::parse(&buf).unwrap();
             prop_assert_eq!(parsed, Packet::Data { header: h, payload: &payload });
         }
     }
