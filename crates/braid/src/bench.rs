@@ -41,6 +41,7 @@ pub struct BenchArgs {
     /// Simulated time
     #[arg(long, default_value = "30s")]
     pub duration: String,
+    /// Seed of the simulated links' loss and jitter (same seed, same result)
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Application payload bytes per datagram
