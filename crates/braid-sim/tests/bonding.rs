@@ -128,3 +128,23 @@ fn pass_through_mode_delivers_without_holding() {
         "rr over 5/50 ms must reorder"
     );
 }
+
+#[test]
+fn sender_drops_are_announced_so_the_receiver_never_waits_for_them() {
+    // Heavy overload: the sender drops a quarter of what is offered.
+    let r = run(&scenario(
+        &["10mbit,10ms", "5mbit,30ms"],
+        "earliest-arrival",
+        "cbr:130%",
+        5,
+    ))
+    .unwrap();
+    assert!(r.sender_queue_drops > 1_000, "{}", r.sender_queue_drops);
+    // Each drop is skipped on notice, not after a resequencing timeout.
+    assert!(
+        r.reseq.timeouts * 20 < r.sender_queue_drops,
+        "{:?}",
+        r.reseq
+    );
+    assert!(r.in_order_goodput_bps >= 0.98 * r.goodput_bps);
+}
