@@ -11,8 +11,9 @@
 //! packet, waiting keeps the packets in order and the fast path full (ECF's
 //! rule). When the backlog is deeper than that, the slow path should carry
 //! not the head of the queue, which the fast path would deliver first, but
-//! the first packet the fast path could not deliver before the slow one
-//! arrives: `SendBehind` names how many queued bytes stay for the fast path.
+//! the first packet the faster paths could not deliver before the slow one
+//! arrives: `SendBehind` names how many queued bytes stay for them (summed
+//! over every closed path that would beat the open one).
 //! Packets then arrive about in order, and the resequencer has little to do.
 
 use std::time::Duration;
@@ -74,23 +75,24 @@ impl Scheduler for EarliestArrival {
         let Some((open_est, open_index)) = best_open else {
             return Decision::Wait;
         };
-        // The best closed path, judged for the head of the queue.
-        // A stalled path's estimates describe the past: never wait for it.
-        let closed = live()
+        // Every closed path that would deliver the head sooner than the best
+        // open one takes its share of the queue first: the bytes it delivers
+        // before the open path would deliver this packet (never more than it
+        // can send before queued packets go stale). A stalled path's
+        // estimates describe the past: never wait for it.
+        let limit = ctx.queue_delay_limit.as_secs_f64();
+        let ahead: f64 = live()
             .filter(|p| !p.can_send && !p.suspect && !p.stalled)
-            .map(|p| (est(p), p))
-            .min_by(|a, b| a.0.total_cmp(&b.0));
-        let Some((closed_est, fast)) = closed.filter(|(e, _)| *e < open_est) else {
+            .filter_map(|p| {
+                let lead = open_est - est(p);
+                let bw = p.bandwidth_bps.unwrap_or(1.0).max(1.0);
+                (lead > 0.0).then(|| lead.min(limit) * bw / 8.0)
+            })
+            .sum();
+        if ahead <= 0.0 {
             return Decision::Send(PathSet::one(open_index));
-        };
-        // Bytes the closed path delivers before the open path would deliver
-        // this packet: those stay queued for it.
-        let bw = fast.bandwidth_bps.unwrap_or(1.0).max(1.0);
-        // Never more than the fast path can send before queued packets go
-        // stale: beyond that, waiting for it only gets packets dropped.
-        let drains_in_time = bw * ctx.queue_delay_limit.as_secs_f64() / 8.0;
-        let ahead = ((open_est - closed_est) * bw / 8.0).min(drains_in_time) * AHEAD_MARGIN;
-        let ahead = ahead as u64;
+        }
+        let ahead = (ahead * AHEAD_MARGIN) as u64;
         if ahead + ctx.packet_bytes >= ctx.backlog_bytes {
             Decision::Wait
         } else {
