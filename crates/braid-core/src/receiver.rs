@@ -55,6 +55,13 @@ struct PathReceiver {
     last_heard: Option<Instant>,
 }
 
+impl PathReceiver {
+    /// Heard from recently enough to receive loss reports.
+    fn alive(&self, now: Instant) -> bool {
+        self.last_heard.is_some_and(|t| now - t <= REPORT_ALIVE)
+    }
+}
+
 #[derive(Debug)]
 pub struct Receiver {
     config: ReceiverConfig,
@@ -212,9 +219,7 @@ impl Receiver {
     }
 
     fn push_feedback(&mut self, path: u8, frames: &[Frame]) {
-        let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
-        let mut data = vec![0u8; len];
-        wire::emit_feedback(path, frames, &mut data).expect("buffer sized by encoded_len");
+        let data = wire::feedback_packet(path, frames).expect("reports hold at most 255 entries");
         self.out.push_back(Transmit { path, data });
     }
 
@@ -242,11 +247,7 @@ impl Receiver {
         });
         // On every live path: one lost report must not hide a loss.
         let alive: Vec<u8> = (0..self.paths.len())
-            .filter(|&i| {
-                self.paths[i]
-                    .last_heard
-                    .is_some_and(|t| now - t <= REPORT_ALIVE)
-            })
+            .filter(|&i| self.paths[i].alive(now))
             .map(|i| i as u8)
             .collect();
         for path in alive {
@@ -277,10 +278,7 @@ impl Receiver {
         }
         if let Some(t) = self.next_report.filter(|t| *t <= now) {
             self.send_report(now);
-            let heard_recently = self
-                .paths
-                .iter()
-                .any(|p| p.last_heard.is_some_and(|h| now - h <= REPORT_ALIVE));
+            let heard_recently = self.paths.iter().any(|p| p.alive(now));
             // Reports stop while nothing arrives; the next packet restarts them.
             self.next_report = heard_recently.then(|| t + self.config.report_interval);
         }

@@ -190,6 +190,9 @@ impl Resequencer {
         if let Some(gap) = gap {
             self.note_gap(gseq, gap);
         }
+        if gseq < self.next {
+            return self.push_late(now, gseq, payload);
+        }
         match self.config.mode {
             ReseqMode::PassThrough => self.push_pass_through(gseq, payload),
             ReseqMode::Ordered => self.push_ordered(now, gseq, payload),
@@ -251,15 +254,19 @@ impl Resequencer {
         }
     }
 
-    fn push_pass_through(&mut self, gseq: u64, payload: Vec<u8>) {
-        if gseq < self.next {
-            if self.skipped.remove(&gseq).is_some() {
-                self.emit(gseq, payload, false, Duration::ZERO);
-            } else {
-                self.counters.duplicates += 1;
-            }
-            return;
+    /// A number below `next`: delivered once if it had been skipped, else a
+    /// duplicate. (In pass-through mode the fill sample goes unused.)
+    fn push_late(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
+        if let Some(skipped_at) = self.skipped.remove(&gseq) {
+            // The hole was open for about one timeout before the skip.
+            self.on_fill(now - skipped_at + self.hole_timeout());
+            self.emit(gseq, payload, false, Duration::ZERO);
+        } else {
+            self.counters.duplicates += 1;
         }
+    }
+
+    fn push_pass_through(&mut self, gseq: u64, payload: Vec<u8>) {
         if !self.seen_ahead.insert(gseq) {
             self.counters.duplicates += 1;
             return;
@@ -285,16 +292,6 @@ impl Resequencer {
     }
 
     fn push_ordered(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
-        if gseq < self.next {
-            if let Some(skipped_at) = self.skipped.remove(&gseq) {
-                // The hole was open for about one timeout before the skip.
-                self.on_fill(now - skipped_at + self.hole_timeout());
-                self.emit(gseq, payload, false, Duration::ZERO);
-            } else {
-                self.counters.duplicates += 1;
-            }
-            return;
-        }
         if gseq == self.next {
             if let Some((_, first)) = self.held.first_key_value() {
                 let waited = now - first.arrived;

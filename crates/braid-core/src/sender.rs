@@ -12,7 +12,9 @@ use crate::cc::CcKind;
 use crate::path::PathSender;
 use crate::sched::{self, Decision, PathInfo, PathView, SchedContext, SchedError, Scheduler};
 use crate::time::Instant;
-use crate::wire::{self, DataHeader, Frame, Packet, SkipFrame, WireError, DATA_HEADER_LEN};
+use crate::wire::{
+    self, DataHeader, Frame, Packet, SkipFrame, WireError, DATA_HEADER_LEN, IP_UDP_OVERHEAD,
+};
 
 #[derive(Debug, Clone)]
 pub struct SenderConfig {
@@ -84,14 +86,13 @@ struct Queued {
     enqueued: Instant,
 }
 
-/// Bytes a datagram of `payload` bytes occupies on a path (IPv4 + UDP + braid).
 fn wire_bytes(payload: usize) -> u64 {
-    (payload + DATA_HEADER_LEN + 28) as u64
+    wire::ip_packet_len(payload) as u64
 }
 
 /// Largest datagram the sender accepts: a 1500-byte path MTU less IPv4/UDP
 /// headers and braid's own.
-pub const MAX_DATAGRAM: usize = 1500 - 28 - DATA_HEADER_LEN;
+pub const MAX_DATAGRAM: usize = 1500 - IP_UDP_OVERHEAD - DATA_HEADER_LEN;
 
 #[derive(Debug)]
 pub struct Sender {
@@ -253,9 +254,7 @@ impl Sender {
         // One feedback packet stays well under the MTU.
         for chunk in self.pending_skips.chunks(64) {
             let frames: Vec<Frame> = chunk.iter().map(|k| Frame::Skip(*k)).collect();
-            let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
-            let mut data = vec![0u8; len];
-            wire::emit_feedback(path, &frames, &mut data).expect("buffer sized by encoded_len");
+            let data = wire::feedback_packet(path, &frames).expect("64 skip frames fit");
             self.counters.skip_packets += 1;
             self.out.push_back(Transmit { path, data });
         }

@@ -25,6 +25,14 @@ pub const VERSION: u8 = 1;
 
 /// Bytes of a data packet's header.
 pub const DATA_HEADER_LEN: usize = 22;
+/// IPv4 + UDP headers around every braid packet on a path.
+pub const IP_UDP_OVERHEAD: usize = 28;
+
+/// Bytes a datagram of `payload` bytes occupies on a path as an IP packet
+/// (a path's rate counts IP bytes).
+pub const fn ip_packet_len(payload: usize) -> usize {
+    payload + DATA_HEADER_LEN + IP_UDP_OVERHEAD
+}
 const ACK_FRAME_LEN: usize = 21;
 const LOSS_ENTRY_LEN: usize = 9;
 
@@ -291,6 +299,14 @@ impl Frame {
 
 /// Most entries a loss report may carry (the count is one byte).
 pub const MAX_LOSS_ENTRIES: usize = u8::MAX as usize;
+
+/// A feedback packet sent on `path`, in a buffer of its own.
+pub fn feedback_packet(path: u8, frames: &[Frame]) -> Result<Vec<u8>, WireError> {
+    let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
+    let mut data = vec![0u8; len];
+    emit_feedback(path, frames, &mut data)?;
+    Ok(data)
+}
 
 /// Writes a feedback packet sent on `path` into `out`; returns its length.
 pub fn emit_feedback(path: u8, frames: &[Frame], out: &mut [u8]) -> Result<usize, WireError> {

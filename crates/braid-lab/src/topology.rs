@@ -125,35 +125,23 @@ fn link_path(client: &str, server: &str, emu: &str, p: &PathLayout) -> Result<()
     // A route to the server through every path, the first path preferred;
     // and one table per path for traffic from that path's address, so that a
     // socket bound to an address (as MPTCP subflows are) leaves through it.
-    let metric = p.table.to_string();
-    ip_in(
-        client,
-        &[
-            "route",
-            "add",
-            &server_addr,
-            "via",
-            &gateway,
-            "dev",
-            iface,
-            "metric",
-            &metric,
-        ],
-    )?;
-    ip_in(
-        client,
-        &[
-            "route",
-            "add",
-            &server_addr,
-            "via",
-            &gateway,
-            "dev",
-            iface,
-            "table",
-            &metric,
-        ],
-    )?;
+    let table = p.table.to_string();
+    for selector in ["metric", "table"] {
+        ip_in(
+            client,
+            &[
+                "route",
+                "add",
+                &server_addr,
+                "via",
+                &gateway,
+                "dev",
+                iface,
+                selector,
+                &table,
+            ],
+        )?;
+    }
     ip_in(
         client,
         &[
@@ -162,9 +150,9 @@ fn link_path(client: &str, server: &str, emu: &str, p: &PathLayout) -> Result<()
             "from",
             &client_addr,
             "table",
-            &metric,
+            &table,
             "priority",
-            &metric,
+            &table,
         ],
     )?;
     Ok(())

@@ -13,7 +13,7 @@ use braid_core::reseq::ReseqMode;
 use braid_core::sched::{self, PathInfo, SchedError};
 use braid_core::sender::{Sender, SenderConfig, Transmit};
 use braid_core::time::Instant;
-use braid_core::wire::DATA_HEADER_LEN;
+use braid_core::wire::IP_UDP_OVERHEAD;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -21,9 +21,6 @@ use crate::link::{Link, Offer};
 use crate::metrics::{Metrics, Report};
 use crate::spec::PathSpec;
 use crate::traffic::{Source, TrafficSpec};
-
-/// IPv4 + UDP headers around every braid packet: a path's rate counts IP bytes.
-pub const IP_UDP_OVERHEAD: usize = 28;
 
 /// Elastic traffic keeps at most this much waiting in the sender's queue.
 const ELASTIC_QUEUE_BYTES: usize = 256 * 1024;
@@ -63,7 +60,7 @@ impl Scenario {
 
     /// Bytes on the path per datagram of payload.
     pub fn wire_bytes(&self) -> usize {
-        self.payload_bytes + DATA_HEADER_LEN + IP_UDP_OVERHEAD
+        braid_core::wire::ip_packet_len(self.payload_bytes)
     }
 
     /// The most application traffic the paths could carry in the run.
