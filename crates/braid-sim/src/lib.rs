@@ -2,8 +2,10 @@
 //! endpoints joined by simulated paths. Same scenario and seed, same result,
 //! to the packet.
 
+pub mod budget;
 pub mod link;
 pub mod metrics;
+pub mod series;
 pub mod sim;
 pub mod spec;
 pub mod trace;

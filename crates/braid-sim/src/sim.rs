@@ -80,8 +80,15 @@ pub enum SimError {
     Scheduler(#[from] SchedError),
     #[error("bad scheduler parameters: {0}")]
     Params(#[from] braid_core::sched::ParamError),
-    #[error("payload of {0} bytes does not fit a 1500-byte packet")]
+    #[error(
+        "payload of {0} bytes: must be {min} to {max} bytes (a 1500-byte packet less {overhead} bytes of IP, UDP and braid headers)",
+        min = crate::metrics::STAMP_BYTES,
+        max = braid_core::sender::MAX_DATAGRAM,
+        overhead = 1500 - braid_core::sender::MAX_DATAGRAM
+    )]
     Payload(usize),
+    #[error(transparent)]
+    Budget(#[from] crate::budget::BudgetError),
     #[error("duration must be positive")]
     Duration,
     #[error("simulation made no progress at t={0:?} (a timer that never clears)")]
@@ -166,9 +173,12 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     if s.duration.is_zero() {
         return Err(SimError::Duration);
     }
-    if s.payload_bytes > braid_core::sender::MAX_DATAGRAM || s.payload_bytes < 8 {
+    if s.payload_bytes > braid_core::sender::MAX_DATAGRAM
+        || s.payload_bytes < crate::metrics::STAMP_BYTES
+    {
         return Err(SimError::Payload(s.payload_bytes));
     }
+    crate::budget::check(s)?;
     let infos: Vec<PathInfo> = s
         .paths
         .iter()
@@ -213,7 +223,6 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let mut source = Source::new(s.traffic.clone(), ideal, s.payload_bytes);
     let mut metrics = Metrics::new(s);
     let mut events = Events::default();
-    let mut app_seq = 0u64;
     let end = s.duration + DRAIN;
     let mut now = Duration::ZERO;
     let mut same_time_steps = 0u32;
@@ -250,9 +259,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             let elastic_full = source.is_elastic() && sender.queued_bytes() >= ELASTIC_QUEUE_BYTES;
             if !elastic_full {
                 let mut payload = vec![0u8; s.payload_bytes];
-                payload[..8].copy_from_slice(&app_seq.to_be_bytes());
-                metrics.on_offered(app_seq, now);
-                app_seq += 1;
+                metrics.on_offered(&mut payload, now);
                 // A full queue is application loss, counted by the metrics.
                 let _ = sender.send(at, payload);
             }

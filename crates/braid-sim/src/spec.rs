@@ -24,11 +24,21 @@ pub enum SpecError {
     Empty,
     #[error("bad rate {0:?}: expected a number with a unit such as 500kbit, 8mbit or 1gbit")]
     Rate(String),
-    #[error("bad duration {0:?}: expected a number with a unit such as 500us, 20ms or 1.5s")]
+    #[error("bad rate {0:?}: a rate must be positive (at least 1bit)")]
+    RateNotPositive(String),
+    #[error("bad rate {0:?}: at most 1000gbit")]
+    RateTooHigh(String),
+    #[error("bad rate {given:?}: {hint}")]
+    RateUnit { given: String, hint: String },
+    #[error("bad duration {0:?}: expected a number with a unit such as 500us, 20ms, 1.5s or 2min")]
     Duration(String),
+    #[error("bad duration {0:?}: \"m\" means mega in rates; write {1}min for minutes or {1}ms for milliseconds")]
+    DurationMinutes(String, String),
+    #[error("bad duration {0:?}: at most {MAX_DURATION_S} s")]
+    DurationTooLong(String),
     #[error("bad percentage {0:?}: expected a value from 0 to 100, such as 1% or 0.5%")]
     Percent(String),
-    #[error("bad queue {0:?}: expected a duration (50ms) or a packet count (100)")]
+    #[error("bad queue {0:?}: expected a duration (50ms) or a packet count from 1 to {MAX_QUEUE_PACKETS}")]
     Queue(String),
     #[error("bad blackout {0:?}: expected START+LEN, such as 10s+2s")]
     Blackout(String),
@@ -304,7 +314,7 @@ impl LinkSpec {
     pub fn queue_limit_bytes(&self, rate_bps: f64, rtt: Duration, mtu: usize) -> usize {
         let bytes_for = |d: Duration| (rate_bps * d.as_secs_f64() / 8.0) as usize;
         match self.queue {
-            Some(QueueLimit::Packets(n)) => n * mtu,
+            Some(QueueLimit::Packets(n)) => n.saturating_mul(mtu),
             Some(QueueLimit::Time(d)) => bytes_for(d).max(mtu),
             None => bytes_for(rtt.max(Duration::from_millis(20))).max(10 * mtu),
         }
@@ -351,27 +361,68 @@ fn split_number(s: &str) -> (&str, &str) {
     (&s[..end], &s[end..])
 }
 
-/// Parses `500kbit`, `8mbit`, `1.5gbit`, `9600bit` (also `mbps` etc.).
+/// The largest rate a SPEC or traffic may give, in bit/s.
+pub const MAX_RATE_BPS: u64 = 1_000_000_000_000;
+
+/// The longest duration a SPEC, traffic or run may give, in seconds.
+pub const MAX_DURATION_S: u64 = 10_000_000;
+
+/// The largest queue a SPEC may give in packets (`queue=N`).
+pub const MAX_QUEUE_PACKETS: usize = 100_000;
+
+/// Parses `9600bit`, `500kbit`, `8mbit`, `1.5gbit` or `1tbit`: bits per
+/// second, as `tc` writes them. Units that `tc` reads as bytes per second
+/// (`mbps`) and bare prefixes (`8m`, `8mb`) are refused with what to write,
+/// so that no spelling means a different rate here and in `tc`.
 pub fn parse_rate(s: &str) -> Result<u64, SpecError> {
     let err = || SpecError::Rate(s.to_owned());
     let (num, unit) = split_number(s.trim());
     let n: f64 = num.parse().map_err(|_| err())?;
     let unit = unit.to_ascii_lowercase();
-    let mult = match unit.trim_end_matches("ps").trim_end_matches("it") {
-        "b" => 1.0,
-        "kb" | "k" => 1e3,
-        "mb" | "m" => 1e6,
-        "gb" | "g" => 1e9,
-        _ => return Err(err()),
+    let mult = match unit.as_str() {
+        "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        "tbit" => 1e12,
+        _ => return Err(rate_unit_error(s, num, &unit).unwrap_or_else(err)),
     };
     let bps = n * mult;
-    if !(bps.is_finite() && (1.0..=1e12).contains(&bps)) {
+    if !bps.is_finite() {
         return Err(err());
+    }
+    if bps < 1.0 {
+        return Err(SpecError::RateNotPositive(s.to_owned()));
+    }
+    if bps > MAX_RATE_BPS as f64 {
+        return Err(SpecError::RateTooHigh(s.to_owned()));
     }
     Ok(bps.round() as u64)
 }
 
-/// Parses `0`, `250us`, `20ms`, `1.5s`, `2m`.
+/// A hint for a rate unit that other tools read differently, if `unit` is one.
+fn rate_unit_error(given: &str, num: &str, unit: &str) -> Option<SpecError> {
+    let prefix = unit.trim_end_matches("ps").trim_end_matches('b');
+    if unit.is_empty() || !matches!(prefix, "" | "k" | "m" | "g" | "t") {
+        return None;
+    }
+    let bits = format!("{num}{prefix}bit");
+    let hint = if unit.ends_with("bps") {
+        format!(
+            "tc reads {unit:?} as bytes per second and braid does not guess; \
+             write {bits} for bits per second"
+        )
+    } else {
+        format!("{unit:?} could mean bits or bytes; write {bits} for bits per second")
+    };
+    Some(SpecError::RateUnit {
+        given: given.to_owned(),
+        hint,
+    })
+}
+
+/// Parses `0`, `250us`, `20ms`, `1.5s`, `2min`. A bare `m` is refused:
+/// in rates it means mega.
 pub fn parse_duration(s: &str) -> Result<Duration, SpecError> {
     let err = || SpecError::Duration(s.to_owned());
     let (num, unit) = split_number(s.trim());
@@ -380,12 +431,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, SpecError> {
         "us" => n / 1e6,
         "ms" => n / 1e3,
         "s" => n,
-        "m" | "min" => n * 60.0,
+        "min" => n * 60.0,
+        "m" => return Err(SpecError::DurationMinutes(s.to_owned(), num.to_owned())),
         "" if n == 0.0 => 0.0,
         _ => return Err(err()),
     };
-    if !(secs.is_finite() && (0.0..1e7).contains(&secs)) {
+    if !(secs.is_finite() && secs >= 0.0) {
         return Err(err());
+    }
+    if secs > MAX_DURATION_S as f64 {
+        return Err(SpecError::DurationTooLong(s.to_owned()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -406,7 +461,7 @@ pub fn parse_percent(s: &str) -> Result<f64, SpecError> {
 fn parse_queue(s: &str) -> Result<QueueLimit, SpecError> {
     if s.chars().all(|c| c.is_ascii_digit()) {
         let n: usize = s.parse().map_err(|_| SpecError::Queue(s.to_owned()))?;
-        if n == 0 {
+        if n == 0 || n > MAX_QUEUE_PACKETS {
             return Err(SpecError::Queue(s.to_owned()));
         }
         return Ok(QueueLimit::Packets(n));
@@ -499,13 +554,57 @@ mod tests {
     fn units() {
         assert_eq!(parse_rate("500kbit").unwrap(), 500_000);
         assert_eq!(parse_rate("8Mbit").unwrap(), 8_000_000);
-        assert_eq!(parse_rate("1gbps").unwrap(), 1_000_000_000);
+        assert_eq!(parse_rate("1gbit").unwrap(), 1_000_000_000);
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
         assert!(parse_duration("10").is_err());
         assert!(parse_rate("fast").is_err());
         assert!(parse_percent("101%").is_err());
+    }
+
+    #[test]
+    fn rates_mean_what_tc_means_or_are_refused() {
+        assert_eq!(parse_rate("1tbit").unwrap(), 1_000_000_000_000);
+        assert_eq!(parse_rate("9600bit").unwrap(), 9600);
+        for (given, says) in [
+            ("8mbps", "write 8mbit"),
+            ("8MBps", "write 8mbit"),
+            ("8mb", "write 8mbit"),
+            ("8m", "write 8mbit"),
+            ("500k", "write 500kbit"),
+            ("1gbps", "write 1gbit"),
+            ("64bps", "write 64bit"),
+            ("0mbit", "must be positive"),
+            ("0", "unit"),
+            ("1001gbit", "at most 1000gbit"),
+        ] {
+            let e = parse_rate(given).unwrap_err().to_string();
+            assert!(e.contains(says), "{given}: {e}");
+        }
+    }
+
+    #[test]
+    fn durations_have_one_minute_unit() {
+        assert_eq!(parse_duration("2min").unwrap(), Duration::from_secs(120));
+        let e = parse_duration("2m").unwrap_err().to_string();
+        assert!(e.contains("2min") && e.contains("2ms"), "{e}");
+        assert!(parse_duration("10000000s").is_ok());
+        let e = parse_duration("10000001s").unwrap_err().to_string();
+        assert!(e.contains("at most"), "{e}");
+    }
+
+    #[test]
+    fn huge_queue_is_refused_not_wrapped() {
+        for q in ["12297829382473034411", "100001", "99999999999999999999999"] {
+            let e = PathSpec::parse_with(&format!("8mbit,10ms,queue={q}"), no_traces).unwrap_err();
+            assert!(e.to_string().contains("100000"), "{q}: {e}");
+        }
+        let s = PathSpec::parse_with("8mbit,10ms,queue=100000", no_traces).unwrap();
+        assert_eq!(
+            s.up.queue_limit_bytes(8e6, Duration::from_millis(20), 1500),
+            150_000_000
+        );
     }
 
     #[test]
