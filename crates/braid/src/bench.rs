@@ -108,16 +108,21 @@ pub fn simulate(s: &Scenario) -> Result<Report, Failure> {
 
 pub fn run(args: &BenchArgs) -> Result<(), Failure> {
     let s = scenario(args)?;
-    let report = simulate(&s)?;
     if let Some(file) = &args.plot {
-        crate::plot::draw(&report, file).map_err(Failure::Runtime)?;
+        crate::plot::check(file).map_err(Failure::Usage)?;
     }
-    if args.json {
+    let report = simulate(&s)?;
+    let text = if args.json {
         let json =
             serde_json::to_string_pretty(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
-        println!("{json}");
+        json + "\n"
     } else {
-        print!("{}", crate::table::render(&report, &args.traffic));
+        crate::table::render(&report, &args.traffic)
+    };
+    // The figures first: a plot that cannot be written loses nothing else.
+    crate::write_stdout(&text)?;
+    if let Some(file) = &args.plot {
+        crate::plot::draw(&report, file).map_err(Failure::Runtime)?;
     }
     Ok(())
 }

@@ -42,7 +42,29 @@ pub enum Failure {
     Runtime(String),
 }
 
+/// Output that cannot be written (a full disk, a closed file) is a run-time
+/// failure with one line; a closed pipe never gets here (see `main`).
+pub fn write_stdout(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))
+}
+
+/// Restores the default action of SIGPIPE, which Rust sets to "ignore":
+/// like every Unix filter, `braid demo | head -1` then ends quietly when the
+/// reader goes away, in every subcommand, instead of failing on a write.
+fn exit_quietly_on_closed_pipe() {
+    // SAFETY: called first thing in main, before any other thread exists;
+    // SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    exit_quietly_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.cmd {
         Command::Demo(args) => demo::run(&args),

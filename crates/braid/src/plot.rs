@@ -14,17 +14,39 @@ const FONT_PATHS: &[&str] = &[
     "/usr/share/fonts/TTF/DejaVuSans.ttf",
 ];
 
-fn load_font() -> Result<(), String> {
-    let bytes = FONT_PATHS
+fn font_path() -> Result<&'static str, String> {
+    FONT_PATHS
         .iter()
-        .find_map(|p| std::fs::read(p).ok())
-        .ok_or(
-            "--plot needs the DejaVu Sans font (Debian/Ubuntu: apt-get install fonts-dejavu-core)",
-        )?;
+        .copied()
+        .find(|p| Path::new(p).is_file())
+        .ok_or_else(|| {
+            "--plot needs the DejaVu Sans font (Debian/Ubuntu: apt-get install fonts-dejavu-core)"
+                .to_owned()
+        })
+}
+
+fn load_font() -> Result<(), String> {
+    let path = font_path()?;
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read font {path}: {e}"))?;
     // plotters keeps the font for the life of the process.
     let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
     register_font("sans-serif", FontStyle::Normal, bytes)
         .map_err(|_| "unreadable font file".to_owned())
+}
+
+/// Refuses, before anything is simulated, a plot that cannot be drawn: only
+/// PNG is written, and its text needs a font.
+pub fn check(file: &Path) -> Result<(), String> {
+    let png = file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if !png {
+        return Err(format!(
+            "--plot {}: braid draws PNG only; give a file name ending in .png",
+            file.display()
+        ));
+    }
+    font_path().map(|_| ())
 }
 
 pub fn draw(r: &Report, file: &Path) -> Result<(), String> {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use braid_sim::metrics::Report;
+use braid_sim::metrics::{Percentiles, Report};
 
 pub fn mbit(bps: f64) -> String {
     format!("{:.2} Mbit/s", bps / 1e6)
@@ -10,6 +10,24 @@ pub fn mbit(bps: f64) -> String {
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
+}
+
+/// One percentile in ms, or "-" when nothing was delivered.
+pub fn ms(p: Option<&Percentiles>, pick: fn(&Percentiles) -> f64) -> String {
+    p.map_or("-".to_owned(), |p| format!("{:.1} ms", pick(p)))
+}
+
+/// Shares of the offered datagrams that the sender discarded because no path
+/// could take them in time (overload, not a fault of a line), and that were
+/// lost after sending (on a line, at a line's queue, or given up on by the
+/// receiver).
+pub fn loss_split(r: &Report) -> (f64, f64) {
+    let offered = r.offered_bps * r.duration_s / 8.0 / r.payload_bytes as f64;
+    if offered <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let at_sender = ((r.sender_queue_drops + r.scheduler_drops) as f64 / offered).min(r.loss_rate);
+    (at_sender, r.loss_rate - at_sender)
 }
 
 pub fn render(r: &Report, traffic: &str) -> String {
@@ -48,27 +66,33 @@ pub fn render(r: &Report, traffic: &str) -> String {
     );
     let _ = writeln!(
         out,
-        "offered {}   ideal goodput {}",
+        "offered {}   ideal goodput {} (the capacity less IP, UDP and braid headers)",
         mbit(r.offered_bps),
         mbit(r.ideal_goodput_bps)
     );
+    let (at_sender, after_sending) = loss_split(r);
     let _ = writeln!(
         out,
-        "goodput {} (utilization {}), in order {}, application loss {}",
+        "goodput {} (utilization {}), in order {}, application loss {} \
+         (dropped at sender {}, lost after sending {})",
         mbit(r.goodput_bps),
         pct(r.utilization),
         mbit(r.in_order_goodput_bps),
-        pct(r.loss_rate)
+        pct(r.loss_rate),
+        pct(at_sender),
+        pct(after_sending)
     );
+    let held = r.reorder_delay_ms.as_ref();
+    let latency = r.latency_ms.as_ref();
     let _ = writeln!(
         out,
-        "reorder delay p50 {:.1} ms  p99 {:.1} ms  max {:.1} ms   longest stall {:.1} ms   latency p50 {:.1} ms  p99 {:.1} ms",
-        r.reorder_delay_ms.p50,
-        r.reorder_delay_ms.p99,
-        r.reorder_delay_ms.max,
+        "reorder delay p50 {}  p99 {}  max {}   longest stall {:.1} ms   latency p50 {}  p99 {}",
+        ms(held, |p| p.p50),
+        ms(held, |p| p.p99),
+        ms(held, |p| p.max),
         r.stall_max_ms,
-        r.latency_ms.p50,
-        r.latency_ms.p99
+        ms(latency, |p| p.p50),
+        ms(latency, |p| p.p99)
     );
     out
 }
