@@ -105,3 +105,169 @@ fn bad_input_exits_2_with_a_message() {
         );
     }
 }
+
+/// Runs braid, killing it if it is not done within `limit`: a run that
+/// should be refused at once must not be left to use a machine's memory.
+fn braid_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run braid");
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if start.elapsed() > limit {
+            child.kill().expect("kill");
+            child.wait().expect("reap");
+            panic!("braid {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn assert_usage_error(out: &std::process::Output, says: &str, args: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?} wrote a result");
+}
+
+#[test]
+fn runs_out_of_proportion_are_refused_before_they_start() {
+    let dir = std::env::temp_dir().join(format!("braid-dense-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dense = dir.join("dense.trace");
+    std::fs::write(&dense, "1\n".repeat(100_000)).unwrap();
+    let dense_spec = format!("trace={},5ms", dense.display());
+    let mut many_paths = vec!["bench", "--duration", "9999999s"];
+    for _ in 0..64 {
+        many_paths.extend(["--path", "10mbit,5ms"]);
+    }
+    // Each of these took gigabytes and minutes before it was refused; the
+    // refusal is arithmetic on the scenario, so 30 s is ample on a busy
+    // 2-core machine.
+    let limit = std::time::Duration::from_secs(30);
+    for args in [
+        &["bench", "--path", "1000gbit,5ms", "--duration", "3s"][..],
+        &[
+            "bench",
+            "--path",
+            "10mbit,5ms",
+            "--traffic",
+            "cbr:1000gbit",
+            "--duration",
+            "3s",
+        ],
+        &many_paths,
+        &["bench", "--path", &dense_spec],
+    ] {
+        assert_usage_error(&braid_within(args, limit), "events", &args[..3]);
+    }
+    let demo = ["demo", "--seconds", "99999999999"];
+    assert_usage_error(&braid_within(&demo, limit), "--seconds", &demo);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn misleading_input_gets_a_message_that_says_what_to_write() {
+    for (args, says) in [
+        (&["--path", "0mbit,5ms"][..], "must be positive"),
+        (&["--path", "8mbps,5ms"], "write 8mbit"),
+        (&["--path", "8mb,5ms"], "write 8mbit"),
+        (&["--path", "8mbit,5ms", "--duration", "2m"], "2min"),
+        (
+            &["--path", "8mbit,5ms,queue=12297829382473034411"],
+            "from 1 to 100000",
+        ),
+        (&["--path", "8mbit,5ms", "--payload", "1"], "8 to 1450"),
+        (&["--path", "8mbit,5ms", "--plot", "x.svg"], "PNG only"),
+    ] {
+        let mut all = vec!["bench"];
+        all.extend_from_slice(args);
+        all.extend(
+            ["--duration", "1s"]
+                .iter()
+                .filter(|_| !args.contains(&"--duration")),
+        );
+        assert_usage_error(
+            &braid_within(&all, std::time::Duration::from_secs(30)),
+            says,
+            &all,
+        );
+    }
+}
+
+#[test]
+fn nothing_delivered_shows_no_delay_not_zero() {
+    let args = [
+        "bench",
+        "--path",
+        "8mbit,5ms,blackout=0s+5s",
+        "--duration",
+        "1s",
+    ];
+    let out = braid(&[&args[..], &["--json"]].concat());
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["goodput_bps"], 0.0);
+    assert!(
+        v["latency_ms"].is_null() && v["reorder_delay_ms"].is_null(),
+        "{v}"
+    );
+    let table = String::from_utf8_lossy(&braid(&args).stdout).into_owned();
+    assert!(
+        table.contains("latency p50 -  p99 -") && !table.contains("0.0 ms  p99"),
+        "{table}"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["demo", "--seconds", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run braid");
+    // `braid demo | head -1`: read one line, then close the pipe.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("first line");
+    assert!(first.starts_with("braid demo"), "{first}");
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.is_empty(), "{err}");
+    // Killed by SIGPIPE at its next write, as `yes | head -1` is; on a
+    // machine so loaded that the demo wrote everything into the pipe's
+    // buffer before the reader left, it ends normally instead.
+    assert!(
+        out.status.signal() == Some(libc::SIGPIPE) || out.status.success(),
+        "{:?}",
+        out.status
+    );
+}
+
+#[test]
+fn a_failed_write_is_one_line_and_exit_1() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(["bench", "--path", "8mbit,5ms", "--duration", "1s", "--json"])
+        .stdout(full)
+        .output()
+        .expect("run braid");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot write output"), "{err}");
+}
