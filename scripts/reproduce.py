@@ -17,7 +17,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BRAID = os.environ.get("BRAID", os.path.join(ROOT, "target", "release", "braid"))
-TRACES = os.environ.get("BRAID_TRACES", os.path.join(ROOT, "..", "shared", "traces"))
+TRACES = os.environ.get("BRAID_TRACES", os.path.join(ROOT, "traces"))
 SHOW_COMMANDS = "--commands" in sys.argv
 SCHEDULERS = ["earliest-arrival", "min-rtt", "most-free-cwnd", "redundant", "rr", "wrr", "batcp", "lawrr"]
 
@@ -39,6 +39,12 @@ def mbit(bps):
 
 def pct(x, digits=1):
     return f"{x * 100:.{digits}f}%"
+
+
+def reorder_p99(r):
+    """Reorder-delay p99 in ms; "-" when nothing was delivered (null in the JSON)."""
+    held = r["reorder_delay_ms"]
+    return "-" if held is None else f"{held['p99']:.1f}"
 
 
 def table(header, rows):
@@ -73,7 +79,7 @@ def udp_proxy():
             r = bench(paths, sched, "cbr:10mbit", "10s", cc)
             rows.append([f"{a}:{b}", sched.split(":")[0] if not sched.startswith("wrr") else sched, cc,
                          mbit(r["goodput_bps"]), mbit(r["in_order_goodput_bps"]), pct(r["loss_rate"], 2),
-                         f"{r['reorder_delay_ms']['p99']:.1f}"])
+                         reorder_p99(r)])
     table(["Mbit/s", "scheduler", "cc", "goodput", "in-order", "loss", "reorder p99 ms"], rows)
 
     print("### multilink-udp-proxy: latency heterogeneity (5 + 5 Mbit/s, CBR 10 Mbit/s, 10 s)\n")
@@ -83,7 +89,7 @@ def udp_proxy():
         for sched, cc in scheduler_configs([5, 5]):
             r = bench(paths, sched, "cbr:10mbit", "10s", cc)
             rows.append([f"10:{rtt2}", sched, cc, mbit(r["goodput_bps"]), mbit(r["in_order_goodput_bps"]),
-                         pct(r["loss_rate"], 2), f"{r['reorder_delay_ms']['p99']:.1f}"])
+                         pct(r["loss_rate"], 2), reorder_p99(r)])
     table(["RTT ms", "scheduler", "cc", "goodput", "in-order", "loss", "reorder p99 ms"], rows)
 
 
@@ -143,7 +149,7 @@ def cmt():
         for sched, cc in configs:
             r = bench(paths, sched, "cbr:110%", "30s", cc)
             rows.append([n, sched, cc, mbit(r["goodput_bps"]), mbit(r["in_order_goodput_bps"]),
-                         pct(r["utilization"]), f"{r['reorder_delay_ms']['p99']:.1f}"])
+                         pct(r["utilization"]), reorder_p99(r)])
     table(["paths", "scheduler", "cc", "goodput", "in-order", "utilization", "reorder p99 ms"], rows)
 
 
@@ -176,7 +182,7 @@ def targets():
     for sched, cc in scheduler_configs([20, 16.7]):
         r = bench(["20mbit,20ms", f"trace={tm},30ms"], sched, "cbr:110%", "60s", cc)
         rows.append([sched, cc, mbit(r["capacity_bps"]), mbit(r["goodput_bps"]), pct(r["utilization"]),
-                     f"{r['reorder_delay_ms']['p99']:.1f}"])
+                     reorder_p99(r)])
     table(["scheduler", "cc", "capacity", "goodput", "utilization", "reorder p99 ms"], rows)
 
 

@@ -1,4 +1,4 @@
-//! What a run measured, in the units DESIGN.md reports results in:
+//! What a run measured, in the units docs/DESIGN.md reports results in:
 //! goodput and in-order goodput against the ideal, application loss,
 //! resequencing delay, longest in-order stall, and per-path figures.
 

@@ -17,14 +17,23 @@ use crate::Failure;
 SPEC := RATE,DELAY[,jitter=DUR][,loss=PCT][,ge=P_GB:P_BG[:LOSS_BAD]][,queue=DUR|PKTS]
         [,blackout=START+LEN]...[,cost=X][,name=NAME]
       | trace=FILE,DELAY[,...]
-  DELAY is one-way; RATE like 8mbit or 500kbit counts IP packet bytes.
+  DELAY is one-way; RATE counts IP packet bytes, in bits per second as tc writes
+  them: bit, kbit, mbit, gbit (500kbit, 8mbit, 1gbit). tc's bytes-per-second
+  units (8mbps) and bare prefixes (8m, 8mb) are refused.
+  DUR: us, ms, s or min (250us, 20ms, 1.5s, 2min). queue=PKTS: 1 to 100000.
   RATE, DELAY, jitter, loss, ge and queue may be UP/DOWN (client-to-server first).
+  FILE is a mahimahi trace; the repository ships some in traces/.
 
-Examples:
+Limits: a run is refused (exit 2) when it is estimated at more than 100 million
+events (datagrams offered, plus an arrival and an acknowledgement for each
+packet the paths can carry: about a minute of CPU time), or at more than 1 GiB
+of packets in flight and in queues (rate x (round trip + jitter) + queue).
+
+Examples (from the repository's root):
   braid bench --path 8mbit,5ms --path 2mbit,5ms --traffic cbr:10mbit
   braid bench --path 64mbit,6500us,name=dsl --path 60mbit,17ms,jitter=5ms,name=lte \\
               --scheduler lawrr:k=0.5,t_dwd=250ms --traffic ramp:63mbit:105mbit:15s:10s --duration 40s
-  braid bench --path 10mbit,10ms --path trace=TMobile-LTE-short.down,20ms --json")]
+  braid bench --path 10mbit,10ms --path trace=traces/TMobile-LTE-short.down,20ms --json")]
 pub struct BenchArgs {
     /// A path to bond (repeat for each path)
     #[arg(long = "path", value_name = "SPEC", required = true)]

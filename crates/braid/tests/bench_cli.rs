@@ -271,3 +271,24 @@ fn a_failed_write_is_one_line_and_exit_1() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cannot write output"), "{err}");
 }
+
+#[test]
+fn the_help_and_readme_trace_example_runs_from_the_repository_alone() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let help = braid(&["bench", "--help"]);
+    let example = "trace=traces/TMobile-LTE-short.down,20ms";
+    assert!(String::from_utf8_lossy(&help.stdout).contains(example));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    assert!(readme.contains(example) && !readme.contains("../shared"));
+    let out = Command::new(env!("CARGO_BIN_EXE_braid"))
+        .current_dir(&root)
+        .args(["bench", "--path", "10mbit,10ms", "--path", example])
+        .args(["--duration", "1s", "--json"])
+        .output()
+        .expect("run braid");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
