@@ -12,7 +12,7 @@ for ratio in 1:1 3:1 5:1 9:1; do
     da=${delays%:*}; db=${delays#*:}
     p1="${ra}mbit,${da}ms"; p2="${rb}mbit,${db}ms"
     u=$($B bench --path "$p1" --path "$p2" --traffic cbr:110% --duration $D --json | python3 -c "import json,sys; r=json.load(sys.stdin); print(f\"{r['utilization']:.3f}\")")
-    read -r l io rp <<<"$($B bench --path "$p1" --path "$p2" --traffic cbr:95% --duration $D --json | python3 -c "import json,sys; r=json.load(sys.stdin); print(f\"{r['loss_rate']*100:.2f}% {r['in_order_goodput_bps']/max(r['goodput_bps'],1):.3f} {r['reorder_delay_ms']['p99']:.1f}\")")"
+    read -r l io rp <<<"$($B bench --path "$p1" --path "$p2" --traffic cbr:95% --duration $D --json | python3 -c "import json,sys; r=json.load(sys.stdin); print(f\"{r['loss_rate']*100:.2f}% {r['in_order_goodput_bps']/max(r['goodput_bps'],1):.3f} {(r['reorder_delay_ms'] or {}).get('p99', float('nan')):.1f}\")")"
     bound=$(( (da>db ? da-db : db-da) + 15 ))
     printf "%-7s %-11s %8s | %8s %8s %8s %9s\n" "$ratio" "${da}/${db}ms" "$u" "$l" "$io" "$rp" "$bound"
   done
