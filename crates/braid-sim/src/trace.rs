@@ -10,6 +10,10 @@ use std::time::Duration;
 /// Bytes one delivery opportunity carries: mahimahi's fixed MTU.
 pub const OPPORTUNITY_BYTES: u64 = 1500;
 
+/// The largest trace file read: 50 times the largest public mahimahi trace
+/// shipped in traces/, so that a wrong file name cannot fill the memory.
+pub const MAX_TRACE_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("cannot read trace {path}: {source}")]
@@ -17,6 +21,8 @@ pub enum TraceError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("trace {path} is larger than {} MiB: not a capacity trace", MAX_TRACE_FILE_BYTES >> 20)]
+    TooLarge { path: PathBuf },
     #[error("trace {path}, line {line}: {msg}")]
     Format {
         path: PathBuf,
@@ -35,10 +41,20 @@ pub struct Trace {
 
 impl Trace {
     pub fn load(path: &Path) -> Result<Trace, TraceError> {
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+        use std::io::Read;
+        let io = |source| TraceError::Io {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_TRACE_FILE_BYTES + 1).read_to_string(&mut text))
+            .map_err(io)?;
+        if text.len() as u64 > MAX_TRACE_FILE_BYTES {
+            return Err(TraceError::TooLarge {
+                path: path.to_owned(),
+            });
+        }
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -179,6 +195,17 @@ mod tests {
         assert!(Trace::parse("t", "5\n3\n").is_err());
         assert!(Trace::parse("t", "").is_err());
         assert!(Trace::parse("t", "0\n0\n").is_err());
+    }
+
+    #[test]
+    fn an_oversized_file_is_refused() {
+        let path = std::env::temp_dir().join(format!("braid-big-trace-{}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        // Sparse: no disk space used; zero bytes read as text.
+        file.set_len(MAX_TRACE_FILE_BYTES + 1).unwrap();
+        let e = Trace::load(&path).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(e, TraceError::TooLarge { .. }), "{e}");
     }
 
     #[test]
