@@ -177,7 +177,8 @@ def targets():
     print("Start-up is the first 10 s (a 10 s run of the same seed, identical until then); steady state\n"
           "is the rest of the 60 s run: its losses and packets less the 10 s run's.\n")
     rows = []
-    for sched in ["lawrr:k=0.5,t_dwd=250ms", "lawrr:k=0.5,t_dwd=250ms,delay=off"]:
+    for sched in ["lawrr:k=0.5,t_dwd=250ms", "lawrr:k=0.5,t_dwd=250ms,delay=off",
+                  "lawrr:k=0.5,t_dwd=250ms,t_report=20ms"]:
         r = bench(LAYER3_PATHS, sched, "cbr:105mbit", "60s")
         start = bench(LAYER3_PATHS, sched, "cbr:105mbit", "10s")
         fixed = r["paths"][0]
