@@ -11,7 +11,10 @@
 //! values `UP/DOWN`: the first for client-to-server, the second for
 //! server-to-client (an asymmetric DSL line is `16mbit/1mbit`). One value
 //! applies to both directions. DELAY is one-way. A rate counts IP packet
-//! bytes, as a link's speed does.
+//! bytes, as a link's speed does, in bits per second with `tc`'s units
+//! (`kbit`, `mbit`, `gbit`); a spelling `tc` reads differently (`mbps`,
+//! bytes per second) or that could mean either (`8m`, `8mb`) is refused.
+//! Durations are `us`, `ms`, `s` or `min`: a bare `m` is mega in a rate.
 
 use std::path::Path;
 use std::time::Duration;
