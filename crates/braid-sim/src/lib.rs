@@ -2,6 +2,7 @@
 //! endpoints joined by simulated paths. Same scenario and seed, same result,
 //! to the packet.
 
+pub mod clock;
 pub mod link;
 pub mod metrics;
 pub mod sim;
