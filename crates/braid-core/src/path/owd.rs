@@ -66,6 +66,7 @@ struct Rise {
     samples: u32,
     least_excess: f64,
     var_before: f64,
+    smoothed_before: f64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -82,6 +83,8 @@ pub struct OwdEstimator {
     /// The floor at a reference time; it moves with `skew` from there.
     floor: EpochMin,
     rise: Option<Rise>,
+    /// The previous sample: a step shows as a jump from it.
+    last_us: f64,
     steps: u64,
 }
 
@@ -127,9 +130,12 @@ impl OwdEstimator {
             self.floor = EpochMin { t, v };
             self.current = Some((t, EpochMin { t, v }));
             self.samples = 1;
+            self.last_us = v;
             return;
         }
         self.samples += 1;
+        let jump = v - std::mem::replace(&mut self.last_us, v);
+        let before = (self.smoothed_us, self.var_us);
         self.roll_epoch(t);
         let excess = v - self.floor_at(t);
         if excess < -STEP_MIN_US {
@@ -147,7 +153,7 @@ impl OwdEstimator {
         if excess < 0.0 {
             self.floor = EpochMin { t, v };
         }
-        self.watch_rise(t, v, excess);
+        self.watch_rise(t, v, excess, jump, before);
     }
 
     /// Closes the epoch in progress once it is over: re-estimates the slope
@@ -186,18 +192,22 @@ impl OwdEstimator {
         ));
     }
 
-    /// Tracks samples standing far above the floor; once they have for long
-    /// enough, the receiver's clock stepped forward.
-    fn watch_rise(&mut self, t: i64, v: f64, excess: f64) {
-        if excess <= STEP_MIN_US {
+    /// Tracks samples standing far above the floor since a jump; once they
+    /// have for long enough, the receiver's clock stepped forward. A queue
+    /// grows a packet at a time: it does not start a rise.
+    /// `before` is (smoothed, variation) before this sample.
+    fn watch_rise(&mut self, t: i64, v: f64, excess: f64, jump: f64, before: (f64, f64)) {
+        if excess <= STEP_MIN_US || (self.rise.is_none() && jump <= STEP_MIN_US) {
             self.rise = None;
             return;
         }
+        let (smoothed_before, var_before) = before;
         let rise = self.rise.get_or_insert(Rise {
             since: t,
             samples: 0,
             least_excess: excess,
-            var_before: self.var_us,
+            var_before,
+            smoothed_before,
         });
         rise.samples += 1;
         rise.least_excess = rise.least_excess.min(excess);
@@ -252,9 +262,11 @@ impl OwdEstimator {
         self.steps
     }
 
-    /// Delay above the path's floor: queueing, in effect.
+    /// Delay above the path's floor: queueing, in effect. While a jump is
+    /// not yet known to be a clock step or a delay, it is not counted.
     pub fn queueing(&self, now: Instant) -> Duration {
-        Duration::from_micros((self.smoothed_us - self.floor_us(now)).max(0.0) as u64)
+        let smoothed = self.rise.map_or(self.smoothed_us, |r| r.smoothed_before);
+        Duration::from_micros((smoothed - self.floor_us(now)).max(0.0) as u64)
     }
 
     /// `smoothed + 4 * var`, the latest plausible arrival, relative.
