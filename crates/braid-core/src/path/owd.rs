@@ -19,18 +19,21 @@
 //!   minutes projected to now along the slope, so an error in the slope
 //!   costs at most its effect over the window, and a floor that is wrong for
 //!   any other reason (a route change) is forgotten within it;
-//! - **step-aware**: a run of samples all more than 50 ms above the floor
-//!   for 100 ms and 8 samples, or one sample more than 50 ms below it, is a
-//!   clock step: the whole history moves by the step, so the slope and the
-//!   floor survive it and the step is absorbed within a few round trips.
+//! - **step-aware**: a jump of more than 50 ms from one sample to the next
+//!   that stays (every sample more than 50 ms above the floor for 100 ms and
+//!   8 samples), or one sample more than 50 ms below the floor, is a clock
+//!   step: the whole history moves by the step, so the slope and the floor
+//!   survive it and the step is absorbed within a few round trips. Until a
+//!   jump is confirmed or gone, `queueing` does not count it.
 //!
 //! A windowed minimum alone would need a window short enough to bound the
 //! drift error (2 ms at 100 ppm is 20 s), and in that window a fixed line
 //! kept busy with a small standing queue (lawrr's delay signal) would take
 //! its queue for its floor. Drift compensation alone would keep a step
-//! forever. A queue that builds 50 ms within 100 ms and stays is read as a
-//! step too; it is corrected as soon as the queue drains, since the first
-//! sample 50 ms below the floor steps it back.
+//! forever. A queue grows a packet at a time and never starts a step; a
+//! fade that holds packets for more than 100 ms does, and is read as a
+//! step until the queue behind it drains: the first sample 50 ms below the
+//! floor then steps it back.
 
 use std::collections::VecDeque;
 use std::time::Duration;
