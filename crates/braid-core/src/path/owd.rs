@@ -42,7 +42,8 @@ use crate::time::Instant;
 
 /// Length of one epoch of the minimum's history.
 const EPOCH_US: i64 = 2_000_000;
-/// Epochs kept: the window of the floor and of the slope (2 minutes).
+/// Epochs kept: the window of the floor and of the slope (2 minutes). An
+/// idle path keeps its last slope until it has enough epochs for a new one.
 const HISTORY: usize = 60;
 /// Epochs needed before the slope is estimated.
 const MIN_EPOCHS: usize = 3;
@@ -169,7 +170,9 @@ impl OwdEstimator {
             return;
         }
         self.epochs.push_back(m);
-        while self.epochs.len() > HISTORY {
+        // The window is two minutes of time, also for a path left idle.
+        let oldest = t - HISTORY as i64 * EPOCH_US;
+        while self.epochs.len() > HISTORY || self.epochs.front().is_some_and(|e| e.t < oldest) {
             self.epochs.pop_front();
         }
         if self.epochs.len() >= MIN_EPOCHS {

@@ -103,3 +103,19 @@ fn a_one_second_step_is_absorbed_within_a_few_round_trips() {
         assert!((e.skew_ppm() - 100.0).abs() < 5.0, "{}", e.skew_ppm());
     }
 }
+
+#[test]
+fn an_idle_path_keeps_following_the_drift() {
+    let mut e = OwdEstimator::default();
+    let drift = |t: i64| t / 10_000; // +100 ppm
+    feed(&mut e, (0, 30_000_000, 5_000), 10_000, drift, 0);
+    // Five minutes without a sample: the floor moves on along the slope
+    // (30 ms of drift), so the path compares right with the busy ones.
+    let t = 330_000_000i64;
+    let floor = e.floor_us(Instant::from_nanos(t as u64 * 1_000));
+    let truth = (10_000 + drift(t) - 7) as f64;
+    assert!((floor - truth).abs() < 2_000.0, "{floor} vs {truth}");
+    // Its first sample after the pause reads no queue.
+    let q = feed(&mut e, (t, t + 1_000_000, 5_000), 10_000, drift, t);
+    assert!(q < Duration::from_millis(3), "{q:?}");
+}
