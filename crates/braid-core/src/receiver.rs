@@ -163,7 +163,8 @@ impl Receiver {
             p.largest_at = now;
             p.expected = pseq + 1;
             let raw = now.wire_micros().wrapping_sub(header.send_ts_us);
-            p.owd.on_sample(*self.owd_anchor.get_or_insert(raw), raw);
+            p.owd
+                .on_sample(now, *self.owd_anchor.get_or_insert(raw), raw);
         } else if let Some(below) = (p.largest - pseq).checked_sub(1).filter(|b| *b < 64) {
             // Late within the path (rare: paths are FIFO); count it back.
             p.bitmap |= 1 << below;
@@ -179,7 +180,7 @@ impl Receiver {
         }
         self.next_report
             .get_or_insert(now + self.config.report_interval);
-        self.reseq.set_timeout(self.reseq_timeout());
+        self.reseq.set_timeout(self.reseq_timeout(now));
         self.reseq.push(now, header.gseq, payload.to_vec(), gap);
         Ok(())
     }
@@ -188,10 +189,10 @@ impl Receiver {
     /// multilink-udp-proxy §III-C): a missing packet may still be on the
     /// slowest path, so wait for that path's `owd + 4 * var` beyond the
     /// fastest path's delay.
-    fn reseq_timeout(&self) -> Duration {
+    fn reseq_timeout(&self, now: Instant) -> Duration {
         let known = self.paths.iter().filter(|p| p.owd.has_samples());
         let (lo, hi) = known.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-            (lo.min(p.owd.min_us() as f64), hi.max(p.owd.upper_us()))
+            (lo.min(p.owd.floor_us(now)), hi.max(p.owd.upper_us()))
         });
         let spread_us = if hi >= lo { hi - lo } else { 0.0 };
         // A path not heard from yet may be the slowest: until every path has

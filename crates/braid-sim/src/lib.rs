@@ -3,6 +3,7 @@
 //! to the packet.
 
 pub mod budget;
+pub mod clock;
 pub mod link;
 pub mod metrics;
 pub mod series;

@@ -10,6 +10,7 @@ use braid_core::sender::Sender;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::clock::ClockSpec;
 use crate::link::{Link, LinkCounters};
 use crate::series::Binned;
 use crate::sim::Scenario;
@@ -115,6 +116,8 @@ pub struct Report {
     pub seed: u64,
     pub duration_s: f64,
     pub payload_bytes: usize,
+    /// The receiver's clock relative to the sender's.
+    pub clock: ClockSpec,
     pub capacity_bps: f64,
     pub ideal_goodput_bps: f64,
     pub offered_bps: f64,
@@ -304,6 +307,7 @@ impl Metrics {
             seed: s.seed,
             duration_s: secs,
             payload_bytes: s.payload_bytes,
+            clock: s.clock,
             capacity_bps: capacity,
             ideal_goodput_bps: ideal,
             offered_bps: offered_bytes as f64 * 8.0 / secs,

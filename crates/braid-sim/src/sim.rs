@@ -12,11 +12,11 @@ use braid_core::receiver::{Receiver, ReceiverConfig};
 use braid_core::reseq::ReseqMode;
 use braid_core::sched::{self, PathInfo, SchedError};
 use braid_core::sender::{Sender, SenderConfig, Transmit};
-use braid_core::time::Instant;
 use braid_core::wire::IP_UDP_OVERHEAD;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::clock::ClockSpec;
 use crate::link::{Link, Offer};
 use crate::metrics::{Metrics, Report};
 use crate::spec::PathSpec;
@@ -41,6 +41,8 @@ pub struct Scenario {
     pub reseq_mode: ReseqMode,
     /// Bin width of the throughput time series (for plots).
     pub series_bin: Duration,
+    /// The receiver's clock relative to the sender's.
+    pub clock: ClockSpec,
 }
 
 impl Scenario {
@@ -55,6 +57,7 @@ impl Scenario {
             payload_bytes: 1400,
             reseq_mode: ReseqMode::Ordered,
             series_bin: Duration::from_millis(100),
+            clock: ClockSpec::default(),
         }
     }
 
@@ -165,10 +168,6 @@ fn forward(link: &mut Link, now: Duration, hop: Hop, tx: Transmit, events: &mut 
     }
 }
 
-fn instant(t: Duration) -> Instant {
-    Instant::from_duration(t)
-}
-
 pub fn run(s: &Scenario) -> Result<Report, SimError> {
     if s.duration.is_zero() {
         return Err(SimError::Duration);
@@ -226,12 +225,18 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let end = s.duration + DRAIN;
     let mut now = Duration::ZERO;
     let mut same_time_steps = 0u32;
+    // Event time is true time; each endpoint runs on its own clock.
+    let (sender_clock, receiver_clock) = s.clock.clocks();
 
     loop {
         let t_source = Some(source.peek()).filter(|t| *t < s.duration);
         let t_event = events.peek_time();
-        let t_sender = sender.poll_timeout().map(|t| t.since_epoch());
-        let t_receiver = receiver.poll_timeout().map(|t| t.since_epoch());
+        let t_sender = sender
+            .poll_timeout()
+            .map(|t| sender_clock.true_time_of(t, now));
+        let t_receiver = receiver
+            .poll_timeout()
+            .map(|t| receiver_clock.true_time_of(t, now));
         let Some(next) = [t_source, t_event, t_sender, t_receiver]
             .into_iter()
             .flatten()
@@ -252,7 +257,8 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             same_time_steps = 0;
         }
         now = next;
-        let at = instant(now);
+        let sender_now = sender_clock.read(now);
+        let receiver_now = receiver_clock.read(now);
 
         if t_source == Some(now) {
             source.next_send();
@@ -261,7 +267,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
                 let mut payload = vec![0u8; s.payload_bytes];
                 metrics.on_offered(&mut payload, now);
                 // A full queue is application loss, counted by the metrics.
-                let _ = sender.send(at, payload);
+                let _ = sender.send(sender_now, payload);
             }
         } else if t_event == Some(now) {
             let e = events.pop().expect("peeked");
@@ -273,18 +279,18 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
                         e.data.len() + IP_UDP_OVERHEAD,
                     );
                     // Malformed input is counted by the receiver.
-                    let _ = receiver.handle_datagram(at, e.path, &e.data);
+                    let _ = receiver.handle_datagram(receiver_now, e.path, &e.data);
                 }
                 Hop::Down => {
-                    let _ = sender.handle_datagram(at, &e.data);
+                    let _ = sender.handle_datagram(sender_now, &e.data);
                 }
             }
         } else {
             if t_sender.is_some_and(|t| t <= now) {
-                sender.handle_timeout(at);
+                sender.handle_timeout(sender_now);
             }
             if t_receiver.is_some_and(|t| t <= now) {
-                receiver.handle_timeout(at);
+                receiver.handle_timeout(receiver_now);
             }
         }
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use braid_core::cc::CcKind;
 use braid_core::reseq::ReseqMode;
+use braid_sim::clock::ClockSpec;
 use braid_sim::metrics::Report;
 use braid_sim::sim::{self, Scenario};
 use braid_sim::spec::{parse_duration, PathSpec};
@@ -62,6 +63,25 @@ pub struct BenchArgs {
     /// Print one JSON object instead of the table
     #[arg(long)]
     pub json: bool,
+    /// Receiver's clock minus the sender's at the start (signed: -3s, 250ms)
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
+    pub clock_offset: String,
+    /// Receiver's clock rate error in ppm, positive = fast (signed: 100, -100)
+    #[arg(
+        long,
+        value_name = "PPM",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
+    pub clock_skew: String,
+    /// At simulated time AT the receiver's clock jumps by DUR (signed: 30s+1s, 30s+-1s)
+    #[arg(long, value_name = "AT+DUR")]
+    pub clock_step: Option<String>,
     /// Draw per-path throughput and in-order goodput over time to a PNG
     #[arg(long, value_name = "FILE.png")]
     pub plot: Option<PathBuf>,
@@ -98,6 +118,16 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
         return Err(Failure::Usage("--duration must be at least 100ms".into()));
     }
     s.seed = args.seed;
+    s.clock = ClockSpec {
+        offset_s: ClockSpec::parse_offset(&args.clock_offset).map_err(|e| usage(&e))?,
+        skew_ppm: ClockSpec::parse_skew(&args.clock_skew).map_err(|e| usage(&e))?,
+        step: args
+            .clock_step
+            .as_deref()
+            .map(ClockSpec::parse_step)
+            .transpose()
+            .map_err(|e| usage(&e))?,
+    };
     s.payload_bytes = args.payload;
     s.reseq_mode = if args.unordered {
         ReseqMode::PassThrough

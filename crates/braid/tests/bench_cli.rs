@@ -292,3 +292,47 @@ fn the_help_and_readme_trace_example_runs_from_the_repository_alone() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn bench_clock_flags_take_signed_values_and_reject_bad_ones() {
+    let out = braid(&[
+        "bench",
+        "--path",
+        "8mbit,5ms",
+        "--duration",
+        "1s",
+        "--clock-offset",
+        "-3s",
+        "--clock-skew",
+        "-100",
+        "--clock-step",
+        "500ms+-1s",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["clock"]["offset_s"], -3.0);
+    assert_eq!(v["clock"]["skew_ppm"], -100.0);
+    assert_eq!(v["clock"]["step"]["at_s"], 0.5);
+    assert_eq!(v["clock"]["step"]["by_s"], -1.0);
+    for (flag, value) in [
+        ("--clock-offset", "3"),
+        ("--clock-skew", "fast"),
+        ("--clock-skew", "20000"),
+        ("--clock-step", "30s"),
+        ("--clock-step", "30s+0s"),
+    ] {
+        let out = braid(&["bench", "--path", "8mbit,5ms", flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("braid: error: bad clock"),
+            "{flag} {value}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

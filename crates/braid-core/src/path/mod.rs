@@ -254,7 +254,8 @@ impl PathSender {
             self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
             self.update_timeout();
             let raw = ack.recv_ts_us.wrapping_sub(p.sent.wire_micros());
-            self.owd.on_sample(*owd_anchor.get_or_insert(raw), raw);
+            self.owd
+                .on_sample(p.sent, *owd_anchor.get_or_insert(raw), raw);
         }
         let interval = (now - p.delivered_time).max(p.sent - p.first_sent_time);
         let rate = (!interval.is_zero())
