@@ -101,20 +101,19 @@ fn up_refuses_a_running_lab_and_a_crash_leftover() {
     );
     assert!(out.status.success());
 
-    // A namespace left over from a crash: refused, and left for `down`.
+    // A state directory left over from a crash: refused, and left for `down`.
     let name = "t-leftover";
     let _ = braid_lab::down(name);
-    let ns = format!("braid-{name}-server");
-    assert!(std::process::Command::new("ip")
-        .args(["netns", "add", &ns])
-        .status()
-        .unwrap()
-        .success());
+    let state = format!("/run/braid-lab/{name}");
+    std::fs::create_dir_all(&state).unwrap();
     let err = braid_lab::up(&options(name, &["10mbit,1ms"])).unwrap_err();
     assert!(matches!(err, LabError::Leftover { .. }), "{err}");
     assert_eq!(err.exit_code(), 2);
     assert!(!Path::new(&format!("/run/netns/braid-{name}-client")).exists());
-    assert_eq!(braid_lab::down(name).unwrap(), [format!("namespace {ns}")]);
+    assert_eq!(
+        braid_lab::down(name).unwrap(),
+        [format!("state directory {state}")]
+    );
     nothing_left(name);
 }
 
