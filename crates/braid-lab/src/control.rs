@@ -40,6 +40,9 @@ pub struct Counters {
     pub dropped_blackout: u64,
     /// Frames larger than the emulator's buffers (never on an MTU-1500 link).
     pub dropped_oversize: u64,
+    /// Frames dropped on arrival because the direction already held its
+    /// limit of frames (queued plus in propagation), as netem's `limit`.
+    pub dropped_limit: u64,
     /// Frames sent more than 0.5 ms after their due time (the emulator's own
     /// delay error; the accuracy target is under 1 % of frames).
     pub late_over_500us: u64,
@@ -65,12 +68,42 @@ pub struct LinkSettings {
     pub loss_pct: f64,
     pub gilbert_elliott: Option<GilbertElliottSettings>,
     pub queue_bytes: usize,
+    /// Most frames the direction holds at once, queued or in propagation:
+    /// bounds the emulator's memory whatever rate × delay a SPEC gives.
+    pub held_limit_packets: usize,
+}
+
+/// How long the emulator held the frames it forwarded since the SPEC in
+/// force took effect: from the kernel's receive stamp of a frame to the
+/// start of the send batch that handed it back to the kernel. This is the
+/// emulator's own record of the delay it applied, lateness included.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HeldTimes {
+    pub frames: u64,
+    pub min_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    pub total_ns: u64,
+    /// The largest lateness among these frames: how long after its due
+    /// time the latest of them was sent.
+    pub max_late_ns: u64,
+}
+
+impl HeldTimes {
+    pub fn record(&mut self, held_ns: u64, late_ns: u64) {
+        self.frames += 1;
+        self.min_ns = Some(self.min_ns.map_or(held_ns, |m| m.min(held_ns)));
+        self.max_ns = Some(self.max_ns.map_or(held_ns, |m| m.max(held_ns)));
+        self.total_ns = self.total_ns.saturating_add(held_ns);
+        self.max_late_ns = self.max_late_ns.max(late_ns);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DirectionStatus {
     pub settings: LinkSettings,
     pub counters: Counters,
+    /// Since the SPEC in force took effect (`up`, or `set` of this path).
+    pub held: HeldTimes,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use braid_sim::spec::{Capacity, PathSpec};
 
 use crate::control::{
-    Counters, DirectionStatus, EmulatorStatus, GilbertElliottSettings, LinkSettings, PathStatus,
-    Request, Response, MAX_MESSAGE,
+    Counters, DirectionStatus, EmulatorStatus, GilbertElliottSettings, HeldTimes, LinkSettings,
+    PathStatus, Request, Response, MAX_MESSAGE,
 };
 use crate::layout::{LabLayout, NETNS_ROOT};
 use crate::link::{LinkModel, Verdict};
@@ -26,6 +26,11 @@ const FRAME_CAPACITY: usize = 2048;
 const ETH_HEADER: usize = 14;
 /// Buffers made at start; more are made only if a burst outgrows them.
 const INITIAL_BUFFERS: usize = 8192;
+/// Most frames one direction holds at once (netem's `limit`, whose default
+/// is 1000): 16384 full frames are 25 MB of traffic, 1 Gbit/s for 200 ms,
+/// more than a lab path needs, and 32 MiB of buffers at most per direction
+/// whatever rate × delay a SPEC asks for.
+pub const MAX_HELD_FRAMES: usize = 16_384;
 /// Batches read from one socket per wake-up before serving the others.
 const MAX_BATCHES_PER_WAKEUP: usize = 8;
 /// Lateness the accuracy target allows; later deliveries are counted.
@@ -37,6 +42,8 @@ const SEND_RETRY: Duration = Duration::from_micros(50);
 const RT_PRIORITY: libc::c_int = 10;
 
 struct Pending {
+    /// The kernel's receive time of the frame.
+    arrived: Instant,
     deliver_at: Instant,
     len: usize,
     buf: Vec<u8>,
@@ -46,6 +53,7 @@ struct Direction {
     model: LinkModel,
     queue: VecDeque<Pending>,
     counters: Counters,
+    held: HeldTimes,
 }
 
 /// Sockets and directions are indexed by side: 0 faces the client (frames
@@ -149,6 +157,7 @@ fn directions(spec: &PathSpec, now: Instant, seed: u64) -> [Direction; 2] {
         model: LinkModel::new(link.clone(), spec.blackouts.clone(), rtt, now, seed),
         queue: VecDeque::with_capacity(4096),
         counters: Counters::default(),
+        held: HeldTimes::default(),
     };
     [dir(&spec.up, seed), dir(&spec.down, seed + 1)]
 }
@@ -274,11 +283,18 @@ impl Emulator {
                     dir.counters.dropped_oversize += 1;
                     continue;
                 }
+                // Before the model sees it, so a dropped frame leaves its
+                // state (queue, loss chain) as if it had never come.
+                if dir.queue.len() >= MAX_HELD_FRAMES {
+                    dir.counters.dropped_limit += 1;
+                    continue;
+                }
                 match dir.model.admit(arrived, len - ETH_HEADER) {
                     Verdict::Deliver(deliver_at) => {
                         let fresh = pool.pop().unwrap_or_else(|| vec![0; FRAME_CAPACITY]);
                         let buf = std::mem::replace(&mut rx_bufs[i], fresh);
                         dir.queue.push_back(Pending {
+                            arrived,
                             deliver_at,
                             len,
                             buf,
@@ -327,6 +343,8 @@ impl Emulator {
                         if late > LATE {
                             dir.counters.late_over_500us += 1;
                         }
+                        let held = now.saturating_duration_since(f.arrived);
+                        dir.held.record(nanos(held), nanos(late));
                         dir.counters.forwarded_packets += 1;
                         dir.counters.forwarded_bytes += (f.len - ETH_HEADER) as u64;
                         self.pool.push(f.buf);
@@ -369,6 +387,7 @@ impl Emulator {
         for (dir, link) in path.dirs.iter_mut().zip([&spec.up, &spec.down]) {
             dir.model
                 .reconfigure(link.clone(), spec.blackouts.clone(), rtt, now);
+            dir.held = HeldTimes::default();
         }
         path.spec = spec;
         path.spec_text = text.to_owned();
@@ -418,7 +437,13 @@ fn direction_status(dir: &Direction) -> DirectionStatus {
                 loss_in_bad_pct: ge.loss_in_bad * 100.0,
             }),
             queue_bytes: dir.model.queue_limit_bytes(),
+            held_limit_packets: MAX_HELD_FRAMES,
         },
         counters: dir.counters.clone(),
+        held: dir.held.clone(),
     }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

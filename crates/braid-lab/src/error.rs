@@ -17,10 +17,10 @@ pub enum LabError {
     TooManyPaths { max: usize, given: usize },
     #[error("path name {0:?} used twice")]
     DuplicatePath(String),
-    #[error("path name {0:?} is reserved (it names the loopback interface)")]
-    ReservedPathName(String),
-    #[error("lab {0:?} is already running; stop it first with `braid lab down --name {0}`")]
+    #[error("lab {0:?} is running (or another `braid lab` is bringing it up or down); stop it first with `braid lab down --name {0}`")]
     AlreadyRunning(String),
+    #[error("no command given to run")]
+    NoCommand,
     #[error("lab {name:?} was left behind by a crash ({what}); remove it with `braid lab down --name {name}`")]
     Leftover { name: String, what: String },
     #[error("no lab named {0:?} is up (start one with `braid lab up`)")]
@@ -57,7 +57,7 @@ impl LabError {
             | LabError::NoPaths
             | LabError::TooManyPaths { .. }
             | LabError::DuplicatePath(_)
-            | LabError::ReservedPathName(_)
+            | LabError::NoCommand
             | LabError::AlreadyRunning(_)
             | LabError::Leftover { .. }
             | LabError::NoSuchLab(_)

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::control::{ask, DirectionStatus, EmulatorStatus, Request, Response};
 pub use crate::daemon::EmulatorProgram;
 use crate::layout::{LabLayout, PathLayout, MAX_PATHS, SERVER_ADDR};
+use crate::lock::LabLock;
 use crate::state::{parse_spec, LabConfig, Namespaces, PathConfig};
 use crate::{daemon, netns, topology, LabError};
 
@@ -91,11 +92,14 @@ fn leftovers(layout: &LabLayout) -> Vec<String> {
     found
 }
 
-/// Creates the lab. On any failure nothing of it is left behind.
+/// Creates the lab. On any failure nothing of it is left behind. Of two
+/// `up` of one name at once, one creates the lab and the other is told that
+/// it is running.
 pub fn up(opts: &UpOptions) -> Result<LabStatus, LabError> {
     let layout = LabLayout::new(&opts.name)?;
     let config = plan(&layout, opts)?;
     require_root()?;
+    let lock = LabLock::try_take(&layout)?;
     if emulator_pid(&layout).is_some() {
         return Err(LabError::AlreadyRunning(layout.name));
     }
@@ -109,9 +113,10 @@ pub fn up(opts: &UpOptions) -> Result<LabStatus, LabError> {
     let result = create(&layout, &config, &opts.emulator);
     if let Err(e) = result {
         // Undo whatever part was made; the first error is the one to report.
-        let _ = down(&layout.name);
+        let _ = remove(&layout);
         return Err(e);
     }
+    drop(lock);
     status(&layout.name)
 }
 
@@ -131,9 +136,6 @@ fn plan(layout: &LabLayout, opts: &UpOptions) -> Result<LabConfig, LabError> {
     for (index, text) in opts.specs.iter().enumerate() {
         let spec = parse_spec(text, &cwd)?;
         let name = spec.name_or_default(index);
-        if name == "lo" {
-            return Err(LabError::ReservedPathName(name));
-        }
         if paths.iter().any(|p| p.layout.name == name) {
             return Err(LabError::DuplicatePath(name));
         }
@@ -275,7 +277,8 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
     config.save(&layout)
 }
 
-/// The command that runs `argv` inside the lab's client or server namespace.
+/// The command that runs `argv` inside the lab's client or server namespace
+/// (it enters the namespace between fork and exec).
 pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, LabError> {
     let layout = LabLayout::new(name)?;
     require_root()?;
@@ -286,8 +289,10 @@ pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, 
     if !netns::exists(&ns) {
         return Err(LabError::NoSuchLab(layout.name));
     }
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &ns]).args(argv);
+    let (program, args) = argv.split_first().ok_or(LabError::NoCommand)?;
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    netns::enter_on_exec(&mut cmd, &ns)?;
     Ok(cmd)
 }
 
@@ -297,8 +302,15 @@ pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, 
 pub fn down(name: &str) -> Result<Vec<String>, LabError> {
     let layout = LabLayout::new(name)?;
     require_root()?;
+    // Waits for an `up` in progress rather than tearing down half a lab.
+    let _lock = LabLock::take(&layout)?;
+    remove(&layout)
+}
+
+/// `down` for a caller that holds the lab's lock.
+fn remove(layout: &LabLayout) -> Result<Vec<String>, LabError> {
     let mut removed = Vec::new();
-    if let Some(pid) = emulator_pid(&layout) {
+    if let Some(pid) = emulator_pid(layout) {
         stop_process(pid);
         removed.push(format!("emulator (pid {pid})"));
     }

@@ -18,6 +18,13 @@ pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
 pub const MAX_PATHS: usize = 32;
 /// Policy routing tables for "from the address of path i" start here.
 const TABLE_BASE: u32 = 100;
+/// Path names that cannot name an interface in a namespace: `lo` is there
+/// already, and the kernel refuses `all` and `default` (they would clash
+/// with `net.ipv4.conf.all` and `.default`).
+const RESERVED_IFACE_NAMES: [&str; 3] = ["lo", "all", "default"];
+/// Appended to a reserved path name to make its interface's name; a path
+/// name cannot contain '.', so no other path's interface can have it.
+const RESERVED_IFACE_SUFFIX: &str = ".path";
 
 #[derive(Debug, Clone)]
 pub struct LabLayout {
@@ -54,6 +61,10 @@ impl LabLayout {
     pub fn state_dir(&self) -> PathBuf {
         PathBuf::from(STATE_ROOT).join(&self.name)
     }
+    /// Beside the state directory, not in it: it outlives the lab.
+    pub fn lock_file(&self) -> PathBuf {
+        PathBuf::from(STATE_ROOT).join(format!("{}.lock", self.name))
+    }
     pub fn config_file(&self) -> PathBuf {
         self.state_dir().join("config.json")
     }
@@ -72,7 +83,8 @@ impl LabLayout {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PathLayout {
     pub name: String,
-    /// The path's interface in the client namespace (and in the server's).
+    /// The path's interface in the client namespace (and in the server's):
+    /// the path's name, or `NAME.path` for a name the kernel reserves.
     pub client_iface: String,
     pub client_addr: Ipv4Addr,
     /// The server's address on this path's link: the client's gateway.
@@ -87,9 +99,14 @@ pub struct PathLayout {
 impl PathLayout {
     pub fn new(index: usize, name: &str) -> PathLayout {
         let subnet = u8::try_from(index + 1).expect("index below MAX_PATHS");
+        let client_iface = if RESERVED_IFACE_NAMES.contains(&name) {
+            format!("{name}{RESERVED_IFACE_SUFFIX}")
+        } else {
+            name.to_owned()
+        };
         PathLayout {
             name: name.to_owned(),
-            client_iface: name.to_owned(),
+            client_iface,
             client_addr: Ipv4Addr::new(198, 18, subnet, 2),
             gateway: Ipv4Addr::new(198, 18, subnet, 1),
             emu_client_iface: format!("c{}", index + 1),
@@ -99,11 +116,11 @@ impl PathLayout {
     }
 
     /// Locally administered MACs, fixed so neighbours can be static.
-    pub fn client_mac(&self) -> String {
-        format!("02:62:72:{:02x}:00:02", self.client_addr.octets()[2])
+    pub fn client_mac(&self) -> [u8; 6] {
+        [0x02, 0x62, 0x72, self.client_addr.octets()[2], 0x00, 0x02]
     }
-    pub fn server_mac(&self) -> String {
-        format!("02:62:72:{:02x}:00:01", self.client_addr.octets()[2])
+    pub fn server_mac(&self) -> [u8; 6] {
+        [0x02, 0x62, 0x72, self.client_addr.octets()[2], 0x00, 0x01]
     }
 }
 
@@ -119,6 +136,16 @@ mod tests {
         assert!(p.emu_client_iface.len() <= 15);
         assert_eq!(p.client_addr, Ipv4Addr::new(198, 18, 32, 2));
         assert_ne!(p.client_mac(), p.server_mac());
+    }
+
+    #[test]
+    fn reserved_path_names_get_an_interface_name_no_path_can_have() {
+        for name in RESERVED_IFACE_NAMES {
+            let p = PathLayout::new(0, name);
+            assert_eq!(p.client_iface, format!("{name}.path"));
+            assert!(p.client_iface.len() <= 15);
+        }
+        assert_eq!(PathLayout::new(0, "dev").client_iface, "dev");
     }
 
     #[test]

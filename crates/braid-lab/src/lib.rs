@@ -4,7 +4,9 @@
 //!
 //! Three namespaces per lab `NAME`: `braid-NAME-client`, `braid-NAME-server`
 //! and `braid-NAME-emu`. Path *i* is two veth pairs: the client's interface
-//! (named after the path) is paired with `c<i>` in the emulator namespace, and
+//! (named after the path, or `NAME.path` for the names `lo`, `all` and
+//! `default`, which the kernel keeps for itself) is paired with `c<i>` in the
+//! emulator namespace, and
 //! `s<i>` there with the server's interface of the same name. The emulator
 //! relays Ethernet frames between `c<i>` and `s<i>`, so the two end stacks see
 //! one plain link whose rate, delay and loss the emulator decides. The client
@@ -12,6 +14,9 @@
 //! routed anywhere), the server `198.18.<i>.1/24` on its side of each path and
 //! its service address `198.19.0.1` on loopback, reachable over every path.
 //! Neighbours are static so that no ARP crosses (or is lost on) a path.
+//! All of it is made with rtnetlink and ioctls (modules `rtnl`, `iface` and
+//! `netns`), not by running `ip` or `ethtool`: no name a user gives is
+//! ever parsed as a command's keyword, and no tool needs to be installed.
 //!
 //! # Why AF_PACKET on veth, not TUN
 //!
@@ -25,7 +30,7 @@
 //! [`emulator::BATCH`], into buffers from a pool that is filled once, so the
 //! steady state makes two system calls per batch and allocates nothing.
 //! Segmentation and checksum offloads are switched off on the end interfaces
-//! (`ethtool -K`) so that every frame the emulator sees is one wire packet
+//! (the ethtool ioctl) so that every frame the emulator sees is one wire packet
 //! with a complete checksum: rates then count real IP packets.
 //!
 //! # Timing
@@ -52,11 +57,14 @@ pub mod control;
 mod daemon;
 pub mod emulator;
 pub mod error;
+mod iface;
 pub mod lab;
 pub mod layout;
 pub mod link;
+mod lock;
 mod netns;
 mod packet_socket;
+mod rtnl;
 pub mod state;
 mod status_text;
 mod topology;

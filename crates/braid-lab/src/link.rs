@@ -8,8 +8,10 @@
 //! blackout (at arrival or at its departure from the bottleneck) → random
 //! loss (independent, then Gilbert-Elliott) → drop-tail queue → bottleneck
 //! (constant rate, or a trace's delivery opportunities of 1500 bytes each) →
-//! propagation delay plus uniform jitter in `±jitter`. Jitter never reorders:
-//! a packet is not delivered before the one ahead of it, as on a real link.
+//! propagation delay plus a uniform extra delay in `[0, jitter]` (the meaning
+//! `braid bench` gives `jitter=`, so a packet never arrives before the base
+//! delay). Jitter never reorders: a packet is not delivered before the one
+//! ahead of it, as on a real link.
 //! Times in a SPEC (blackouts, the trace's start) count from the moment the
 //! SPEC took effect: `lab up`, or `lab set` for a changed path.
 
@@ -174,14 +176,12 @@ impl LinkModel {
         self.bottleneck = bottleneck;
         self.backlog.push_back((departs, len));
         self.backlog_bytes += len;
-        let jitter = self.spec.jitter.as_nanos() as i128;
-        let offset = if jitter > 0 {
-            self.rng.gen_range(-jitter..=jitter)
+        let jitter = if self.spec.jitter.is_zero() {
+            Duration::ZERO
         } else {
-            0
+            self.spec.jitter.mul_f64(self.rng.gen::<f64>())
         };
-        let delay = (self.spec.delay.as_nanos() as i128 + offset).max(0) as u64;
-        let arrives = (departs + Duration::from_nanos(delay)).max(self.last_delivery);
+        let arrives = (departs + self.spec.delay + jitter).max(self.last_delivery);
         self.last_delivery = arrives;
         Verdict::Deliver(arrives)
     }
@@ -361,20 +361,27 @@ mod tests {
     }
 
     #[test]
-    fn jitter_stays_in_bounds_and_never_reorders() {
+    fn jitter_adds_zero_to_jitter_and_never_reorders() {
         let t0 = Instant::now();
-        let mut m = model("10gbit,10ms,jitter=2ms", t0);
+        // A jitter far above the delay: as in bench, never below the delay.
+        let mut m = model("10gbit,5ms,jitter=50ms", t0);
         let mut last = t0;
+        let (mut least, mut most) = (Duration::MAX, Duration::ZERO);
         for i in 0..10_000u64 {
-            let sent = t0 + Duration::from_micros(i * 100);
+            // 100 ms apart: no packet is held back behind an earlier one.
+            let sent = t0 + Duration::from_millis(100 * i);
             let at = deliver(m.admit(sent, 100));
             assert!(at >= last);
-            let extra = at - sent;
-            assert!(
-                extra >= Duration::from_millis(8) && extra <= Duration::from_millis(12),
-                "{extra:?}"
-            );
+            // 100 bytes at 10 Gbit/s: 80 ns of serialization.
+            let extra = at - sent - Duration::from_nanos(80);
+            assert!(extra >= Duration::from_millis(5), "{extra:?}");
+            least = least.min(extra);
+            most = most.max(extra);
             last = at;
         }
+        // Spread over the whole range: of 10,000 draws some fall within
+        // 2 ms of each end (each misses with probability 0.96^10000).
+        assert!(least < Duration::from_millis(7), "least {least:?}");
+        assert!(most > Duration::from_millis(50), "most {most:?}");
     }
 }

@@ -1,62 +1,152 @@
-//! Thin wrappers over iproute2 and ethtool, the standard tools for
-//! namespaces and links: their error messages reach the user unchanged.
+//! Named network namespaces, kept the way `ip netns` keeps them (a bind mount
+//! of the namespace on a file in `/run/netns`), so `ip netns` and every
+//! other tool still find them; made with system calls, not by running `ip`.
 
-use std::path::Path;
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::layout::NETNS_ROOT;
 use crate::LabError;
 
-/// Runs `program args...`; fails with its stderr.
-pub fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
-    let cmd_line = || format!("{program} {}", args.join(" "));
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| LabError::Command {
-            cmd: cmd_line(),
-            stderr: e.to_string(),
-        })?;
-    if !out.status.success() {
-        return Err(LabError::Command {
-            cmd: cmd_line(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        });
+fn file_of(ns: &str) -> PathBuf {
+    Path::new(NETNS_ROOT).join(ns)
+}
+
+fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `ip -n NS args...`
-pub fn ip_in(ns: &str, args: &[&str]) -> Result<(), LabError> {
-    let mut all = vec!["-n", ns];
-    all.extend_from_slice(args);
-    run("ip", &all).map(drop)
-}
-
-/// Runs `program args...` inside namespace `ns`.
-pub fn exec_in(ns: &str, program: &str, args: &[&str]) -> Result<(), LabError> {
-    let mut all = vec!["netns", "exec", ns, program];
-    all.extend_from_slice(args);
-    run("ip", &all).map(drop)
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
 }
 
 pub fn exists(ns: &str) -> bool {
-    Path::new(NETNS_ROOT).join(ns).exists()
+    file_of(ns).exists()
 }
 
+/// Creates namespace `ns`: a fresh network namespace made in a thread of
+/// its own (network namespaces belong to threads), bind-mounted on its file.
 pub fn add(ns: &str) -> Result<(), LabError> {
-    run("ip", &["netns", "add", ns]).map(drop)
+    let path = file_of(ns);
+    let fail = |what: &str| LabError::io(format!("{what} namespace {ns}"));
+    std::fs::create_dir_all(NETNS_ROOT).map_err(fail("creating the directory of"))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(fail("creating"))?;
+    let target = c_path(&path).map_err(fail("creating"))?;
+    let made = std::thread::scope(|s| {
+        s.spawn(|| -> io::Result<()> {
+            // SAFETY: unshare affects only this thread, which ends here;
+            // the strings are valid and NUL-terminated.
+            unsafe {
+                check(libc::unshare(libc::CLONE_NEWNET))?;
+                check(libc::mount(
+                    c"/proc/thread-self/ns/net".as_ptr(),
+                    target.as_ptr(),
+                    c"none".as_ptr(),
+                    libc::MS_BIND,
+                    std::ptr::null(),
+                ))
+            }
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("namespace thread panicked")))
+    });
+    if let Err(e) = made {
+        let _ = std::fs::remove_file(&path);
+        return Err(fail("creating")(e));
+    }
+    Ok(())
+}
+
+/// The pids of every process in namespace `ns` (what `ip netns pids` lists):
+/// those whose network namespace is the same inode as the namespace file.
+fn pids(ns: &str) -> io::Result<Vec<libc::pid_t>> {
+    let target = std::fs::metadata(file_of(ns))?;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok()) else {
+            continue;
+        };
+        // A process that exited meanwhile has no namespace to compare.
+        if let Ok(meta) = std::fs::metadata(entry.path().join("ns/net")) {
+            if meta.dev() == target.dev() && meta.ino() == target.ino() {
+                found.push(pid);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// Kills every process in `ns`, then deletes it (with it go its links).
 pub fn delete(ns: &str) -> Result<(), LabError> {
-    let pids = run("ip", &["netns", "pids", ns])?;
-    for pid in pids
-        .split_whitespace()
-        .filter_map(|p| p.parse::<libc::pid_t>().ok())
-    {
+    let fail = |what: &str| LabError::io(format!("{what} namespace {ns}"));
+    for pid in pids(ns).map_err(fail("listing the processes of"))? {
         // SAFETY: kill has no memory effects; a pid gone meanwhile is fine.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
-    run("ip", &["netns", "del", ns]).map(drop)
+    let path = file_of(ns);
+    let target = c_path(&path).map_err(fail("deleting"))?;
+    // SAFETY: a valid NUL-terminated path. A file that was never mounted on
+    // (a crash between creating and mounting it) only needs unlinking.
+    let unmounted = check(unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) });
+    if let Err(e) = unmounted {
+        if e.raw_os_error() != Some(libc::EINVAL) {
+            return Err(fail("unmounting")(e));
+        }
+    }
+    std::fs::remove_file(&path).map_err(fail("deleting"))
+}
+
+/// Runs `f` on a thread of its own inside namespace `ns`. Sockets made there
+/// stay in `ns` when handed back, whichever thread uses them later.
+pub fn run_in<T: Send>(
+    ns: &str,
+    f: impl FnOnce() -> Result<T, LabError> + Send,
+) -> Result<T, LabError> {
+    let file = File::open(file_of(ns)).map_err(LabError::io(format!("opening namespace {ns}")))?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: setns on a valid namespace descriptor moves only this
+            // thread, which ends with the scope.
+            check(unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) })
+                .map_err(LabError::io(format!("entering namespace {ns}")))?;
+            f()
+        })
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// Makes `cmd` enter namespace `ns` between fork and exec.
+pub fn enter_on_exec(cmd: &mut Command, ns: &str) -> Result<(), LabError> {
+    let file = File::open(file_of(ns)).map_err(LabError::io(format!("opening namespace {ns}")))?;
+    // SAFETY: setns is a plain system call, safe between fork and exec; the
+    // descriptor stays open in the closure until then.
+    unsafe {
+        cmd.pre_exec(move || check(libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET)));
+    }
+    Ok(())
+}
+
+/// Writes `value` to the sysctl at `key` (`net.ipv4.conf.all.rp_filter`)
+/// for the namespace of the calling thread: the kernel resolves a network
+/// sysctl for the namespace of whoever opens its file.
+pub fn sysctl(key: &str, value: &str) -> Result<(), LabError> {
+    let path = Path::new("/proc/sys").join(key.replace('.', "/"));
+    std::fs::write(&path, value).map_err(LabError::io(format!("setting {key}={value}")))
 }

@@ -12,8 +12,8 @@ fn settings_line(s: &LinkSettings) -> String {
         (None, None) => "?".to_owned(),
     };
     let mut line = format!(
-        "{capacity}, delay {:.3} ms, jitter {:.3} ms, loss {}%, queue {} B",
-        s.delay_ms, s.jitter_ms, s.loss_pct, s.queue_bytes
+        "{capacity}, delay {:.3} ms + jitter 0..{:.3} ms, loss {}%, queue {} B, at most {} frames held",
+        s.delay_ms, s.jitter_ms, s.loss_pct, s.queue_bytes, s.held_limit_packets
     );
     if let Some(ge) = &s.gilbert_elliott {
         let _ = write!(
@@ -32,16 +32,28 @@ fn direction(out: &mut String, label: &str, d: &Option<DirectionStatus>) {
             let _ = writeln!(out, "    {label}: {}", settings_line(&d.settings));
             let _ = writeln!(
                 out,
-                "      forwarded {} packets / {} bytes; dropped: queue {}, loss {}, blackout {}, oversize {}; late >0.5 ms {} (max {} us)",
+                "      forwarded {} packets / {} bytes; dropped: queue {}, loss {}, blackout {}, oversize {}, held limit {}; late >0.5 ms {} (max {} us)",
                 c.forwarded_packets,
                 c.forwarded_bytes,
                 c.dropped_queue,
                 c.dropped_loss,
                 c.dropped_blackout,
                 c.dropped_oversize,
+                c.dropped_limit,
                 c.late_over_500us,
                 c.max_late_us
             );
+            let h = &d.held;
+            if let (Some(min), Some(max)) = (h.min_ns, h.max_ns) {
+                let _ = writeln!(
+                    out,
+                    "      held since the spec took effect: {} frames, {:.3} / {:.3} / {:.3} ms min / mean / max",
+                    h.frames,
+                    min as f64 / 1e6,
+                    h.total_ns as f64 / h.frames as f64 / 1e6,
+                    max as f64 / 1e6
+                );
+            }
         }
         None => {
             let _ = writeln!(out, "    {label}: (emulator not running)");

@@ -1,159 +1,171 @@
 //! Builds a lab's namespaces, links, addresses, neighbours and routes (see
-//! the crate documentation for the picture).
+//! the crate documentation for the picture) with rtnetlink and ioctls.
 
+use std::fs::File;
 use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::path::Path;
 
-use crate::layout::{LabLayout, PathLayout, SERVER_ADDR};
-use crate::netns::{add, exec_in, ip_in};
+use crate::iface::IfaceControl;
+use crate::layout::{LabLayout, PathLayout, NETNS_ROOT, SERVER_ADDR};
+use crate::netns;
+use crate::rtnl::{Route, Rtnl, MAIN_TABLE};
 use crate::LabError;
 
-pub fn build(lab: &LabLayout, paths: &[PathLayout]) -> Result<(), LabError> {
-    let (client, server, emu) = (lab.ns_client(), lab.ns_server(), lab.ns_emulator());
-    for ns in [&client, &server, &emu] {
-        add(ns)?;
-        // IPv6 would add router solicitations and DAD chatter to every path;
-        // strict reverse-path filtering would drop replies that come back
-        // over a path other than the main route's.
-        exec_in(
-            ns,
-            "sysctl",
-            &[
-                "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1",
-                "net.ipv6.conf.default.disable_ipv6=1",
-                "net.ipv4.conf.all.rp_filter=0",
-                "net.ipv4.conf.default.rp_filter=0",
-            ],
-        )?;
-        ip_in(ns, &["link", "set", "lo", "up"])?;
+/// Sockets that act in one namespace.
+struct Namespace {
+    name: String,
+    file: File,
+    rtnl: Rtnl,
+    iface: IfaceControl,
+}
+
+impl Namespace {
+    /// Creates namespace `name` and readies it: loopback up, no IPv6, no
+    /// reverse-path filtering.
+    fn create(name: &str) -> Result<Namespace, LabError> {
+        netns::add(name)?;
+        let (rtnl, iface) = netns::run_in(name, || {
+            // IPv6 would add router solicitations and DAD chatter to every
+            // path (a kernel without IPv6 has none to switch off); strict
+            // reverse-path filtering would drop replies that come back over
+            // a path other than the main route's.
+            if Path::new("/proc/sys/net/ipv6").exists() {
+                netns::sysctl("net.ipv6.conf.all.disable_ipv6", "1")?;
+                netns::sysctl("net.ipv6.conf.default.disable_ipv6", "1")?;
+            }
+            netns::sysctl("net.ipv4.conf.all.rp_filter", "0")?;
+            netns::sysctl("net.ipv4.conf.default.rp_filter", "0")?;
+            let rtnl = Rtnl::open().map_err(LabError::io(format!("netlink socket in {name}")))?;
+            let iface =
+                IfaceControl::open().map_err(LabError::io(format!("ioctl socket in {name}")))?;
+            Ok((rtnl, iface))
+        })?;
+        let path = Path::new(NETNS_ROOT).join(name);
+        let file =
+            File::open(&path).map_err(LabError::io(format!("opening {}", path.display())))?;
+        let mut ns = Namespace {
+            name: name.to_owned(),
+            file,
+            rtnl,
+            iface,
+        };
+        let lo = ns.index("lo")?;
+        ns.rtnl
+            .set_up(lo)
+            .map_err(LabError::io(format!("bringing lo up in {name}")))?;
+        Ok(ns)
     }
-    let server_addr = SERVER_ADDR.to_string();
-    ip_in(
-        &server,
-        &["addr", "add", &format!("{server_addr}/32"), "dev", "lo"],
-    )?;
+
+    fn index(&self, iface: &str) -> Result<u32, LabError> {
+        self.iface.index(iface).map_err(LabError::io(format!(
+            "finding interface {iface:?} in {}",
+            self.name
+        )))
+    }
+
+    fn failed(&self, what: String) -> impl FnOnce(std::io::Error) -> LabError {
+        LabError::io(format!("{what} in {}", self.name))
+    }
+}
+
+pub fn build(lab: &LabLayout, paths: &[PathLayout]) -> Result<(), LabError> {
+    let mut client = Namespace::create(&lab.ns_client())?;
+    let mut server = Namespace::create(&lab.ns_server())?;
+    let mut emu = Namespace::create(&lab.ns_emulator())?;
+    let lo = server.index("lo")?;
+    server
+        .rtnl
+        .add_address(lo, SERVER_ADDR, 32)
+        .map_err(server.failed(format!("adding {SERVER_ADDR}/32 on lo")))?;
     for p in paths {
-        link_path(&client, &server, &emu, p)?;
+        link_path(&mut client, &mut server, &mut emu, p)?;
     }
     Ok(())
 }
 
-fn link_path(client: &str, server: &str, emu: &str, p: &PathLayout) -> Result<(), LabError> {
+fn link_path(
+    client: &mut Namespace,
+    server: &mut Namespace,
+    emu: &mut Namespace,
+    p: &PathLayout,
+) -> Result<(), LabError> {
     let iface = p.client_iface.as_str();
-    let (client_mac, server_mac) = (p.client_mac(), p.server_mac());
-    for (emu_iface, ns, mac) in [
-        (&p.emu_client_iface, client, &client_mac),
-        (&p.emu_server_iface, server, &server_mac),
-    ] {
-        ip_in(
-            emu,
-            &[
-                "link", "add", emu_iface, "type", "veth", "peer", "name", iface, "netns", ns,
-                "address", mac,
-            ],
-        )?;
-        ip_in(emu, &["link", "set", emu_iface, "up"])?;
+    let mut index = [0u32; 2];
+    for (slot, (emu_iface, ns, mac)) in index.iter_mut().zip([
+        (&p.emu_client_iface, &mut *client, p.client_mac()),
+        (&p.emu_server_iface, &mut *server, p.server_mac()),
+    ]) {
+        emu.rtnl
+            .add_veth(emu_iface, iface, ns.file.as_raw_fd(), mac)
+            .map_err(emu.failed(format!("adding veth {emu_iface} (peer {iface:?})")))?;
+        let emu_index = emu.index(emu_iface)?;
+        emu.rtnl
+            .set_up(emu_index)
+            .map_err(emu.failed(format!("bringing {emu_iface} up")))?;
         // One frame per wire packet with a finished checksum: the emulator
         // forwards frames as they are and counts each as one packet.
-        exec_in(
-            ns,
-            "ethtool",
-            &[
-                "-K", iface, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-            ],
-        )?;
-        ip_in(ns, &["link", "set", iface, "up"])?;
+        ns.iface
+            .offloads_off(iface)
+            .map_err(ns.failed(format!("switching offloads off on {iface:?}")))?;
+        *slot = ns.index(iface)?;
+        ns.rtnl
+            .set_up(*slot)
+            .map_err(ns.failed(format!("bringing {iface:?} up")))?;
     }
-    let client_addr = p.client_addr.to_string();
-    let gateway = p.gateway.to_string();
-    ip_in(
-        client,
-        &["addr", "add", &format!("{client_addr}/24"), "dev", iface],
-    )?;
-    ip_in(
-        server,
-        &["addr", "add", &format!("{gateway}/24"), "dev", iface],
-    )?;
+    let [client_index, server_index] = index;
+    client
+        .rtnl
+        .add_address(client_index, p.client_addr, 24)
+        .map_err(client.failed(format!("adding {}/24 on {iface:?}", p.client_addr)))?;
+    server
+        .rtnl
+        .add_address(server_index, p.gateway, 24)
+        .map_err(server.failed(format!("adding {}/24 on {iface:?}", p.gateway)))?;
     // The server answers from its one address, as a server on the internet
-    // does, also on sockets it connects itself (iperf3's UDP test does).
+    // does, also on sockets it connects itself (iperf3's UDP test does): the
+    // link's own route, replaced by one with that source.
     let subnet = Ipv4Addr::from(u32::from(p.client_addr) & 0xffff_ff00);
-    let server_addr = SERVER_ADDR.to_string();
-    ip_in(
-        server,
-        &[
-            "route",
-            "replace",
-            &format!("{subnet}/24"),
-            "dev",
-            iface,
-            "proto",
-            "kernel",
-            "scope",
-            "link",
-            "src",
-            &server_addr,
-        ],
-    )?;
-    ip_in(
-        client,
-        &[
-            "neigh",
-            "replace",
-            &gateway,
-            "lladdr",
-            &server_mac,
-            "dev",
-            iface,
-            "nud",
-            "permanent",
-        ],
-    )?;
-    ip_in(
-        server,
-        &[
-            "neigh",
-            "replace",
-            &client_addr,
-            "lladdr",
-            &client_mac,
-            "dev",
-            iface,
-            "nud",
-            "permanent",
-        ],
-    )?;
+    server
+        .rtnl
+        .replace_route(&Route {
+            destination: subnet,
+            prefix_len: 24,
+            oif: server_index,
+            gateway: None,
+            source: Some(SERVER_ADDR),
+            table: MAIN_TABLE,
+            metric: None,
+        })
+        .map_err(server.failed(format!("routing {subnet}/24 from {SERVER_ADDR}")))?;
+    client
+        .rtnl
+        .replace_neighbour(client_index, p.gateway, p.server_mac())
+        .map_err(client.failed(format!("adding neighbour {}", p.gateway)))?;
+    server
+        .rtnl
+        .replace_neighbour(server_index, p.client_addr, p.client_mac())
+        .map_err(server.failed(format!("adding neighbour {}", p.client_addr)))?;
     // A route to the server through every path, the first path preferred;
     // and one table per path for traffic from that path's address, so that a
     // socket bound to an address (as MPTCP subflows are) leaves through it.
-    let table = p.table.to_string();
-    for selector in ["metric", "table"] {
-        ip_in(
-            client,
-            &[
-                "route",
-                "add",
-                &server_addr,
-                "via",
-                &gateway,
-                "dev",
-                iface,
-                selector,
-                &table,
-            ],
-        )?;
+    for (table, metric) in [(MAIN_TABLE, Some(p.table)), (p.table, None)] {
+        client
+            .rtnl
+            .replace_route(&Route {
+                destination: SERVER_ADDR,
+                prefix_len: 32,
+                oif: client_index,
+                gateway: Some(p.gateway),
+                source: None,
+                table,
+                metric,
+            })
+            .map_err(client.failed(format!("routing {SERVER_ADDR} via {iface:?}")))?;
     }
-    ip_in(
-        client,
-        &[
-            "rule",
-            "add",
-            "from",
-            &client_addr,
-            "table",
-            &table,
-            "priority",
-            &table,
-        ],
-    )?;
+    client
+        .rtnl
+        .add_source_rule(p.client_addr, p.table, p.table)
+        .map_err(client.failed(format!("adding the rule from {}", p.client_addr)))?;
     Ok(())
 }

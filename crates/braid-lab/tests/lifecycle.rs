@@ -5,8 +5,10 @@ mod common;
 
 use std::path::Path;
 
+use std::time::Duration;
+
 use braid_lab::{LabError, Side};
-use common::{have_root, options, ping_rtts, Lab};
+use common::{assert_held, have_root, options, ping_rtts, serialization, Lab};
 
 fn nothing_left(name: &str) {
     for suffix in ["client", "server", "emu"] {
@@ -101,20 +103,19 @@ fn up_refuses_a_running_lab_and_a_crash_leftover() {
     );
     assert!(out.status.success());
 
-    // A namespace left over from a crash: refused, and left for `down`.
+    // A state directory left over from a crash: refused, and left for `down`.
     let name = "t-leftover";
     let _ = braid_lab::down(name);
-    let ns = format!("braid-{name}-server");
-    assert!(std::process::Command::new("ip")
-        .args(["netns", "add", &ns])
-        .status()
-        .unwrap()
-        .success());
+    let state = format!("/run/braid-lab/{name}");
+    std::fs::create_dir_all(&state).unwrap();
     let err = braid_lab::up(&options(name, &["10mbit,1ms"])).unwrap_err();
     assert!(matches!(err, LabError::Leftover { .. }), "{err}");
     assert_eq!(err.exit_code(), 2);
     assert!(!Path::new(&format!("/run/netns/braid-{name}-client")).exists());
-    assert_eq!(braid_lab::down(name).unwrap(), [format!("namespace {ns}")]);
+    assert_eq!(
+        braid_lab::down(name).unwrap(),
+        [format!("state directory {state}")]
+    );
     nothing_left(name);
 }
 
@@ -134,13 +135,23 @@ fn set_changes_a_live_path_and_status_shows_it() {
         );
         ping_rtts(&out)
     };
-    let before = rtt("lte");
-    assert_eq!(before.len(), 3);
-    assert!(before.iter().all(|r| (r - 20.0).abs() <= 1.0), "{before:?}");
+    // The emulator's own record of the path, since its SPEC took effect, and
+    // ping's round trips from below (they also hold the stacks' time).
+    let check = |delay: Duration| {
+        let rtts = rtt("lte");
+        assert_eq!(rtts.len(), 3, "{rtts:?}");
+        // 84 IP bytes of echo at 10 Mbit/s each way; ping rounds to 1 µs.
+        let tx = serialization(84, 10_000_000);
+        let floor_ms = (2 * (delay + tx)).as_secs_f64() * 1e3 - 0.001;
+        assert!(rtts.iter().all(|r| *r >= floor_ms), "{rtts:?}");
+        let status = braid_lab::status(&lab.name).unwrap();
+        let lte = &status.paths[1];
+        assert_held("lte up", &lte.up.as_ref().unwrap().held, 3, delay, tx);
+        assert_held("lte down", &lte.down.as_ref().unwrap().held, 3, delay, tx);
+    };
+    check(Duration::from_millis(10));
     braid_lab::set(&lab.name, "lte", "10mbit,30ms").unwrap();
-    let after = rtt("lte");
-    assert_eq!(after.len(), 3);
-    assert!(after.iter().all(|r| (r - 60.0).abs() <= 1.0), "{after:?}");
+    check(Duration::from_millis(30));
     // Cutting the link: nothing gets through.
     braid_lab::set(&lab.name, "lte", "10mbit,30ms,loss=100%").unwrap();
     assert!(rtt("lte").is_empty());

@@ -1,5 +1,6 @@
 //! `braid lab`: command-line glue over the `braid-lab` library.
 
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +8,9 @@ use std::process::ExitCode;
 use braid_lab::{EmulatorProgram, LabError, Side, UpOptions};
 
 const DEFAULT_NAME: &str = "lab";
+/// What a shell answers for a command it cannot find or cannot run.
+const EXIT_NOT_FOUND: u8 = 127;
+const EXIT_NOT_EXECUTABLE: u8 = 126;
 
 #[derive(clap::Args, Debug)]
 pub struct LabArgs {
@@ -24,7 +28,7 @@ pub enum SideArg {
 pub enum LabCommand {
     /// Create a client and a server namespace joined by one emulated path per SPEC
     Up {
-        /// RATE,DELAY[,key=value]... or trace=FILE,DELAY[,...]; repeat for more paths
+        /// RATE,DELAY[,key=value]... or trace=FILE,DELAY[,...]; repeat for more paths (at most 32 in a lab)
         #[arg(long = "path", value_name = "SPEC", required = true)]
         paths: Vec<String>,
         #[arg(long, default_value = DEFAULT_NAME)]
@@ -46,7 +50,7 @@ pub enum LabCommand {
         )]
         command: Vec<String>,
     },
-    /// Show namespaces, paths, settings and the emulator's counters
+    /// Show namespaces, paths, settings and the emulator's counters (exit 1 if the emulator is not running)
     Status {
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
@@ -84,6 +88,29 @@ pub fn run(args: LabArgs) -> ExitCode {
     }
 }
 
+/// Writes `text` to standard output. A reader that went away (`| head`)
+/// is no error: the lab's work is done whether or not anyone reads on.
+fn emit(text: &str) -> Result<(), LabError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(LabError::io("writing to standard output")(e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The exit status and message of a command that could not be started, as
+/// a shell gives them.
+fn exec_failure(program: &str, err: &std::io::Error) -> ExitCode {
+    eprintln!("braid lab: {program}: {err}");
+    let code = match err.kind() {
+        std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
+        _ => EXIT_NOT_EXECUTABLE,
+    };
+    ExitCode::from(code)
+}
+
 fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
     match cmd {
         LabCommand::Up { paths, name, seed } => {
@@ -98,7 +125,7 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
                     args: vec!["lab".into(), "_emulate".into()],
                 },
             })?;
-            print!("{}", braid_lab::render_status(&status));
+            emit(&braid_lab::render_status(&status))?;
         }
         LabCommand::Exec {
             name,
@@ -111,31 +138,34 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
             };
             // exec only returns on failure.
             let err = braid_lab::exec_command(&name, side, &command)?.exec();
-            return Err(LabError::io(format!("running {command:?}"))(err));
+            return Ok(exec_failure(&command[0], &err));
         }
         LabCommand::Status { name, json } => {
             let status = braid_lab::status(&name)?;
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&status).expect("status serializes")
-                );
+                let text = serde_json::to_string_pretty(&status).expect("status serializes");
+                emit(&format!("{text}\n"))?;
             } else {
-                print!("{}", braid_lab::render_status(&status));
+                emit(&braid_lab::render_status(&status))?;
+            }
+            if status.emulator.is_none() {
+                return Err(LabError::EmulatorNotRunning(name));
             }
         }
         LabCommand::Set { name, path, spec } => {
             braid_lab::set(&name, &path, &spec)?;
-            println!("path {path} now {spec}");
+            emit(&format!("path {path} now {spec}\n"))?;
         }
         LabCommand::Down { name } => {
             let removed = braid_lab::down(&name)?;
+            let mut text = String::new();
             if removed.is_empty() {
-                println!("no lab {name:?}: nothing to remove");
+                text = format!("no lab {name:?}: nothing to remove\n");
             }
             for what in removed {
-                println!("removed {what}");
+                text += &format!("removed {what}\n");
             }
+            emit(&text)?;
         }
         LabCommand::Emulate { state } => braid_lab::emulator::run(&state)?,
     }

@@ -3,12 +3,17 @@
 
 #![allow(dead_code)] // each test file uses its own subset of the helpers
 
+use std::io::Write;
 use std::process::Output;
+use std::time::Duration;
 
+use braid_lab::control::HeldTimes;
 use braid_lab::{EmulatorProgram, LabStatus, Side, UpOptions};
 
 /// True when the tests may create namespaces. Without root they cannot run:
-/// in CI that is a failure, elsewhere the test says so and skips.
+/// in CI that is a failure, elsewhere the test says so and skips. The skip
+/// is written to the process's stderr itself, which the test harness does
+/// not capture (it captures `eprintln!`), so it shows in a normal run.
 pub fn have_root() -> bool {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {
@@ -17,8 +22,46 @@ pub fn have_root() -> bool {
     if std::env::var_os("CI").is_some() {
         panic!("lab tests need root to create network namespaces, and CI must run them");
     }
-    eprintln!("SKIPPED: lab tests need root to create network namespaces");
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a lab test")
+        .to_owned();
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED (needs root to create network namespaces): {test}"
+    );
     false
+}
+
+/// Serialization time of `ip_bytes` at `bps`, as the emulator computes it.
+pub fn serialization(ip_bytes: u64, bps: u64) -> Duration {
+    Duration::from_nanos((u128::from(ip_bytes) * 8 * 1_000_000_000 / u128::from(bps)) as u64)
+}
+
+/// Checks the emulator's own record of one direction: `at_least` frames,
+/// each held at least `delay + tx` (the configured delay and the
+/// serialization of an unqueued frame) and at most that plus the lateness
+/// the emulator reports for them (for frames that meet no queue).
+pub fn assert_held(what: &str, held: &HeldTimes, at_least: u64, delay: Duration, tx: Duration) {
+    assert!(
+        held.frames >= at_least,
+        "{what}: {} frames held, expected {at_least}",
+        held.frames
+    );
+    let floor = (delay + tx).as_nanos() as u64;
+    let (min, max) = (held.min_ns.unwrap(), held.max_ns.unwrap());
+    // 1 µs: the emulator maps kernel receive stamps (wall clock) onto its
+    // monotonic clock through a pair of readings taken one after the other.
+    let mapping = 1_000;
+    assert!(
+        min + mapping >= floor,
+        "{what}: a frame held {min} ns, less than delay + serialization {floor} ns"
+    );
+    assert!(
+        max <= floor + held.max_late_ns + mapping,
+        "{what}: a frame held {max} ns, more than delay + serialization {floor} ns + the emulator's reported lateness {} ns",
+        held.max_late_ns
+    );
 }
 
 pub fn emulator() -> EmulatorProgram {
