@@ -228,7 +228,7 @@ fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequenc
 proptest! {
     #[test]
     fn ordered_mode_properties(sent in scenario(), max_bytes in 16usize..2000) {
-        let config = ReseqConfig { mode: ReseqMode::Ordered, max_bytes, max_hold: ms(100) };
+        let config = ReseqConfig { mode: ReseqMode::Ordered, max_bytes, max_hold: ms(100), ..ReseqConfig::default() };
         let (delivered, r) = run_scenario(&sent, config);
         // Never a duplicate.
         let mut seen = HashSet::new();
