@@ -46,6 +46,13 @@ impl Controller for Ccid2 {
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
 
     fn on_ack(&mut self, _now: Instant, ack: &AckSample) {
+        // Congestion-window validation (RFC 7661): a window that is not in
+        // use has not been shown safe, so it grows only while at least half
+        // of it was in flight.
+        let in_use = ack.bytes_in_flight + ack.bytes;
+        if 2 * in_use < self.cwnd {
+            return;
+        }
         if self.cwnd < self.ssthresh {
             self.cwnd += ack.bytes;
         } else {
@@ -68,7 +75,12 @@ impl Controller for Ccid2 {
     }
 
     fn on_timeout(&mut self, now: Instant) {
-        self.ssthresh = (self.cwnd / 2).max(2 * MSS);
+        // The path declares its packets lost (`on_loss`) just before the
+        // timeout: when that already halved the window now, halving again
+        // would leave a quarter.
+        if self.recovery_start != Some(now) {
+            self.ssthresh = (self.cwnd / 2).max(2 * MSS);
+        }
         self.cwnd = Self::MIN_WINDOW;
         self.recovery_start = Some(now);
     }
@@ -91,7 +103,12 @@ impl Controller for Ccid2 {
 mod tests {
     use super::*;
 
+    /// An ack of `bytes` from a window in full use.
     fn ack(bytes: u64) -> AckSample {
+        ack_in_flight(bytes, u64::MAX / 4)
+    }
+
+    fn ack_in_flight(bytes: u64, bytes_in_flight: u64) -> AckSample {
         AckSample {
             bytes,
             rtt: None,
@@ -99,8 +116,49 @@ mod tests {
             app_limited: false,
             prior_delivered: 0,
             delivered: 0,
-            bytes_in_flight: 0,
+            bytes_in_flight,
         }
+    }
+
+    #[test]
+    fn a_timeout_halves_ssthresh_once() {
+        // Issue 6 §4: PathSender::on_timeout declares the packets in flight
+        // lost, then times out, at the same instant.
+        let mut c = Ccid2::new();
+        let t0 = Instant::from_nanos(1_000);
+        for _ in 0..17 {
+            c.on_ack(t0, &ack(MSS));
+        }
+        assert_eq!(c.cwnd_bytes(), 20 * MSS);
+        let t1 = Instant::from_nanos(2_000);
+        c.on_loss(t1, t0, MSS, 0);
+        c.on_loss(t1, t0, MSS, 0);
+        c.on_timeout(t1);
+        assert_eq!(c.ssthresh, 10 * MSS);
+        assert_eq!(c.cwnd_bytes(), MSS);
+        // A later timeout with no loss before it halves from the window then.
+        for _ in 0..3 {
+            c.on_ack(t1, &ack(MSS));
+        }
+        assert_eq!(c.cwnd_bytes(), 4 * MSS);
+        c.on_timeout(Instant::from_nanos(3_000));
+        assert_eq!(c.ssthresh, 2 * MSS);
+    }
+
+    #[test]
+    fn an_unused_window_does_not_grow() {
+        // Issue 6 §4: 10,000 acks with one packet in flight grew the window
+        // to 9,669 packets. The window grows while half of it is in use.
+        let mut c = Ccid2::new();
+        let t0 = Instant::from_nanos(1_000);
+        for _ in 0..10_000 {
+            c.on_ack(t0, &ack_in_flight(MSS, MSS));
+        }
+        // 2 of 3, then 2 of 4 packets in use: grows; 2 of 5: no more.
+        assert_eq!(c.cwnd_bytes(), 5 * MSS);
+        // In use again: it grows.
+        c.on_ack(t0, &ack_in_flight(MSS, 3 * MSS));
+        assert_eq!(c.cwnd_bytes(), 6 * MSS);
     }
 
     #[test]

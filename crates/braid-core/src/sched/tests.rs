@@ -253,3 +253,22 @@ fn redundant_sends_on_every_path_with_window_room() {
     };
     assert_eq!(set.iter().collect::<Vec<_>>(), vec![0, 2]);
 }
+
+#[test]
+fn lawrr_reacts_to_the_fixed_lines_loss_only_and_survives_wire_extremes() {
+    let paths = vec![view(0), view(1)];
+    let mut s = build("lawrr:delay=off", &infos(2)).unwrap();
+    let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+    let entry = |path, received, lost| LossEntry {
+        path,
+        received,
+        lost,
+    };
+    // Loss on the mobile path is no reason to move traffic to it.
+    s.on_loss_report(t(50), &[entry(0, 100, 0), entry(1, 100, 50)], &paths);
+    assert_eq!(shares(&mut *s, &paths, 1000), vec![1000, 0]);
+    // `received + lost` from the wire used to overflow u32 (a panic in
+    // debug builds). IWI: w_mobile = lost, clamped to w_mobile_max (45).
+    s.on_loss_report(t(100), &[entry(0, u32::MAX, u32::MAX)], &paths);
+    assert_eq!(shares(&mut *s, &paths, 950), vec![500, 450]);
+}
