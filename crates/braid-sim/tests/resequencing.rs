@@ -70,3 +70,30 @@ fn lossy_run_skips_only_what_was_dropped() {
         );
     }
 }
+
+/// Issue 8: with 10x overload, one skip notice per dropped datagram took a
+/// quarter of the path (goodput 73 % of capacity). Notices are coalesced.
+#[test]
+fn overload_spends_little_on_skip_notices() {
+    let r = run(&scenario(
+        &["8mbit,10ms"],
+        "earliest-arrival",
+        "cbr:1000%",
+        5,
+    ))
+    .unwrap();
+    assert!(r.sender_queue_drops > 10_000, "{}", r.sender_queue_drops);
+    let skip_bytes = r.paths[0].sent_bytes as f64 - r.paths[0].sender.sent_bytes as f64;
+    assert!(
+        skip_bytes < 0.05 * r.paths[0].sent_bytes as f64,
+        "skip notices: {skip_bytes} of {} bytes",
+        r.paths[0].sent_bytes
+    );
+    assert!(
+        r.goodput_bps > 0.9 * r.ideal_goodput_bps,
+        "goodput {} of {}",
+        r.goodput_bps,
+        r.ideal_goodput_bps
+    );
+    assert_eq!(r.reseq.delivered_late, 0, "{:?}", r.reseq);
+}
