@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
             1 => {
                 // A burst of packets on one path, numbers near `base`.
                 base = base.wrapping_add(u64::from(input.u16()));
-                let (count, stride) = (input.u8(), u64::from(input.u8() % 4) + 1);
+                let (count, stride) = (input.u8() % 32, u64::from(input.u8() % 4) + 1);
                 let pseq = input.u32();
                 (0..count)
                     .map(|i| {

@@ -116,6 +116,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn loads_follow_the_papers_equations() {
+        // wt = wc = 0.5; 10 and 2 Mbit/s; costs 1 and 4.
+        // (1) relation = 0.5 ln(1/10) + 0.5 ln 1 = -1.1513
+        //              = 0.5 ln(1/2)  + 0.5 ln 4 =  0.3466
+        // (2) min < 0: add 2 * 1.1513 -> 1.1513, 2.6492
+        // (3) index = 0.4346, 1
+        // (4) load = ceil(1 / 0.4346) = ceil(2.301) = 3, ceil(1) = 1
+        assert_eq!(Batcp::loads(0.5, &[10.0, 2.0], &[1.0, 4.0]), vec![3.0, 1.0]);
+        // Throughput only: ln(1/20) = -2.9957, ln(1/5) = -1.6094; shifted by
+        // 5.9915: 2.9957, 4.3820; index 0.6836, 1; loads ceil(1.4628) = 2, 1.
+        assert_eq!(Batcp::loads(0.0, &[20.0, 5.0], &[1.0, 1.0]), vec![2.0, 1.0]);
+        // All relations positive (costs dominate): no shift. 1 Mbit/s at
+        // cost e^2 and e^4: relation 1 and 2, index 0.5 and 1, loads 2, 1.
+        let (c1, c2) = (2f64.exp(), 4f64.exp());
+        assert_eq!(Batcp::loads(0.5, &[1.0, 1.0], &[c1, c2]), vec![2.0, 1.0]);
+    }
+
+    #[test]
     fn faster_and_cheaper_paths_get_more_segments() {
         // Equal paths: equal loads.
         assert_eq!(
