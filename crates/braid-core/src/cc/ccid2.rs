@@ -102,6 +102,7 @@ impl Controller for Ccid2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::CcKind;
 
     /// An ack of `bytes` from a window in full use.
     fn ack(bytes: u64) -> AckSample {
@@ -118,6 +119,12 @@ mod tests {
             delivered: 0,
             bytes_in_flight,
         }
+    }
+
+    #[test]
+    fn names_itself() {
+        assert_eq!(Ccid2::new().name(), "ccid2");
+        assert_eq!(CcKind::Ccid2.build().name(), "ccid2");
     }
 
     #[test]
@@ -175,8 +182,11 @@ mod tests {
         // A second loss from the same window does not halve again.
         c.on_loss(t1, t0, MSS, 0);
         assert_eq!(c.cwnd_bytes(), 5 * MSS);
-        // Congestion avoidance: one MSS per window of acks.
-        for _ in 0..5 {
+        // Congestion avoidance from cwnd == ssthresh on: one MSS per window
+        // of acks, not one per ack.
+        c.on_ack(t1, &ack(MSS));
+        assert_eq!(c.cwnd_bytes(), 5 * MSS);
+        for _ in 0..4 {
             c.on_ack(t1, &ack(MSS));
         }
         assert_eq!(c.cwnd_bytes(), 6 * MSS);
