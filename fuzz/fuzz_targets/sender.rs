@@ -66,7 +66,14 @@ fuzz_target!(|data: &[u8]| {
                         lost: input.u32(),
                     })
                     .collect();
-                feed(&mut tx, now, &[Frame::LossReport(LossReport { report_seq, entries })]);
+                feed(
+                    &mut tx,
+                    now,
+                    &[Frame::LossReport(LossReport {
+                        report_seq,
+                        entries,
+                    })],
+                );
             }
             3 => {
                 let len = usize::from(input.u16() % 1500);
