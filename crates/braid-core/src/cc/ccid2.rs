@@ -122,6 +122,52 @@ mod tests {
     }
 
     #[test]
+    fn floors_leftovers_and_timeouts_without_loss() {
+        let t = |n| Instant::from_nanos(n);
+        // Halving never goes below two segments.
+        let mut c = Ccid2::new();
+        c.on_loss(t(2), t(1), MSS, 0);
+        assert_eq!(c.cwnd_bytes(), 2 * MSS);
+        let mut c = Ccid2::new();
+        c.on_timeout(t(2));
+        assert_eq!((c.ssthresh, c.cwnd_bytes()), (2 * MSS, MSS));
+        // Congestion avoidance carries acks over: 5, then 6 after 5 acks,
+        // then 7 after 6 more, not sooner.
+        let mut c = Ccid2::new();
+        for _ in 0..7 {
+            c.on_ack(t(1), &ack(MSS));
+        }
+        c.on_loss(t(2), t(1), MSS, 0);
+        let mut sizes = Vec::new();
+        for _ in 0..11 {
+            c.on_ack(t(3), &ack(MSS));
+            sizes.push(c.cwnd_bytes() / MSS);
+        }
+        assert_eq!(sizes, [5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 7]);
+        // Acks of 4 segments leave remainders that count toward the next step.
+        let mut c = Ccid2::new();
+        for _ in 0..7 {
+            c.on_ack(t(1), &ack(MSS));
+        }
+        c.on_loss(t(2), t(1), MSS, 0);
+        let mut sizes = Vec::new();
+        for _ in 0..5 {
+            c.on_ack(t(3), &ack(4 * MSS));
+            sizes.push(c.cwnd_bytes() / MSS);
+        }
+        assert_eq!(sizes, [5, 6, 7, 7, 8]);
+        // A timeout with no loss before it halves from the current window.
+        let mut c = Ccid2::new();
+        for _ in 0..7 {
+            c.on_ack(t(1), &ack(MSS));
+        }
+        c.on_timeout(t(5));
+        assert_eq!(c.ssthresh, 5 * MSS);
+        // Window-limited, never paced.
+        assert_eq!(c.pacing_rate_bps(), None);
+    }
+
+    #[test]
     fn names_itself() {
         assert_eq!(Ccid2::new().name(), "ccid2");
         assert_eq!(CcKind::Ccid2.build().name(), "ccid2");
