@@ -168,6 +168,16 @@ mod tests {
     }
 
     #[test]
+    fn bandwidth_is_a_window_per_round_trip() {
+        let c = Ccid2::new();
+        // 3 segments of 1500 bytes per 100 ms: 360 kbit/s.
+        let bps = c.bandwidth_bps(Some(Duration::from_millis(100))).unwrap();
+        assert!((bps - 360_000.0).abs() < 1e-6, "{bps}");
+        assert_eq!(c.bandwidth_bps(None), None);
+        assert_eq!(c.bandwidth_bps(Some(Duration::ZERO)), None);
+    }
+
+    #[test]
     fn names_itself() {
         assert_eq!(Ccid2::new().name(), "ccid2");
         assert_eq!(CcKind::Ccid2.build().name(), "ccid2");

@@ -37,7 +37,7 @@ impl Batcp {
     /// `cost_weight=WC` in 0..=1 (default 0.5); costs come from the paths.
     pub fn from_params(params: &mut Params, paths: &[PathInfo]) -> Result<Batcp, ParamError> {
         let cost_weight = params.f64("cost_weight")?.unwrap_or(0.5);
-        if cost_weight > 1.0 {
+        if !(0.0..=1.0).contains(&cost_weight) {
             return Err(ParamError::Value {
                 key: "cost_weight".into(),
                 value: cost_weight.to_string(),
@@ -114,6 +114,19 @@ impl Scheduler for Batcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cost_weight_is_a_share() {
+        let paths = [PathInfo {
+            name: "a".into(),
+            cost: 1.0,
+        }];
+        let build = |spec: &str| Batcp::from_params(&mut Params::parse(spec).unwrap(), &paths);
+        assert!(build("cost_weight=1").is_ok());
+        assert!(build("cost_weight=0").is_ok());
+        assert!(build("cost_weight=1.01").is_err());
+        assert!(build("cost_weight=-0.5").is_err());
+    }
 
     #[test]
     fn loads_follow_the_papers_equations() {
