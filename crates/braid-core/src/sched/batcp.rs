@@ -140,6 +140,9 @@ mod tests {
         // Throughput only: ln(1/20) = -2.9957, ln(1/5) = -1.6094; shifted by
         // 5.9915: 2.9957, 4.3820; index 0.6836, 1; loads ceil(1.4628) = 2, 1.
         assert_eq!(Batcp::loads(0.0, &[20.0, 5.0], &[1.0, 1.0]), vec![2.0, 1.0]);
+        // Slow paths, no shift: ln(1/0.1) = 2.3026, ln(1/0.5) = 0.6931;
+        // index 1, 0.3010; loads 1, ceil(3.32) = 4.
+        assert_eq!(Batcp::loads(0.0, &[0.1, 0.5], &[1.0, 1.0]), vec![1.0, 4.0]);
         // All relations positive (costs dominate): no shift. 1 Mbit/s at
         // cost e^2 and e^4: relation 1 and 2, index 0.5 and 1, loads 2, 1.
         let (c1, c2) = (2f64.exp(), 4f64.exp());
