@@ -272,3 +272,15 @@ fn lawrr_reacts_to_the_fixed_lines_loss_only_and_survives_wire_extremes() {
     s.on_loss_report(t(100), &[entry(0, u32::MAX, u32::MAX)], &paths);
     assert_eq!(shares(&mut *s, &paths, 950), vec![500, 450]);
 }
+
+#[test]
+fn batcp_splits_by_the_papers_loads_from_measured_rates() {
+    // Kalman rates 10 and 2 Mbit/s, costs 1 and 4, wc = 0.5: loads 3 and 1
+    // (worked in batcp's unit test), so 300 of 400 packets on the first.
+    let mut infos = infos(2);
+    infos[1].cost = 4.0;
+    let mut s = build("batcp:cost_weight=0.5", &infos).unwrap();
+    let mut paths = vec![view(0), view(1)];
+    paths[1].kalman_bps = Some(2e6);
+    assert_eq!(shares(&mut *s, &paths, 400), vec![300, 100]);
+}
