@@ -284,3 +284,48 @@ fn batcp_splits_by_the_papers_loads_from_measured_rates() {
     paths[1].kalman_bps = Some(2e6);
     assert_eq!(shares(&mut *s, &paths, 400), vec![300, 100]);
 }
+
+#[test]
+fn lawrr_delay_signal_worked_example() {
+    // k = 0.5, w_fixed = 50, delay = 5 ms; the fixed line's queue grows
+    // 6 -> 8 -> 11 ms over 50-ms reports: growth 2/50 and 3/50 of the
+    // interval, AWI adds 0.5 * 0.04 * 50 = 1 and 0.5 * 0.06 * 50 = 1.5, and
+    // above 2 * delay another k = 0.5.
+    let mut paths = vec![view(0), view(1)];
+    let mut s = build("lawrr:k=0.5,delay=5ms", &infos(2)).unwrap();
+    let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+    let lossless = [LossEntry {
+        path: 0,
+        received: 100,
+        lost: 0,
+    }];
+    let mut report = |at: u64, queue_ms: u64, s: &mut Box<dyn Scheduler>| {
+        paths[0].queueing = Duration::from_millis(queue_ms);
+        s.on_loss_report(t(at), &lossless, &paths);
+    };
+    report(50, 6, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 500), vec![500, 0]);
+    report(100, 8, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 510), vec![500, 10]);
+    report(150, 11, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 530), vec![500, 30]);
+    // Two reports at one instant: no growth rate (no division by zero),
+    // only the k for a queue above 2 * delay.
+    report(150, 12, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 535), vec![500, 35]);
+}
+
+#[test]
+fn lawrr_shares_the_mobile_weight_among_mobile_paths() {
+    let paths = vec![view(0), view(1), view(2)];
+    let mut s = build("lawrr:delay=off", &infos(3)).unwrap();
+    let t = Instant::from_nanos(50_000_000);
+    // IWI: w_mobile = 4, two mobile paths of weight 2 each.
+    let entries = [LossEntry {
+        path: 0,
+        received: 100,
+        lost: 4,
+    }];
+    s.on_loss_report(t, &entries, &paths);
+    assert_eq!(shares(&mut *s, &paths, 540), vec![500, 20, 20]);
+}
