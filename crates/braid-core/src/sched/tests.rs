@@ -313,6 +313,13 @@ fn lawrr_delay_signal_worked_example() {
     // only the k for a queue above 2 * delay.
     report(150, 12, &mut s);
     assert_eq!(shares(&mut *s, &[view(0), view(1)], 535), vec![500, 35]);
+    // Exactly 2 * delay: held, no extra k. Exactly delay: not congestion,
+    // so DWD counts t_dwd (250 ms) from the last congested report (200 ms).
+    report(200, 10, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 535), vec![500, 35]);
+    report(250, 5, &mut s);
+    report(450, 0, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 525), vec![500, 25]);
 }
 
 #[test]
