@@ -124,7 +124,7 @@ fn byte_bound_forces_release() {
     assert!(drain(&mut r).is_empty());
     r.push(at(0), 4, vec![0; 100], None);
     assert_eq!(gseqs(&drain(&mut r)), vec![1, 2]);
-    assert!(r.held_bytes() <= 250);
+    assert_eq!((r.held_bytes(), r.held_packets()), (100, 1));
 }
 
 #[test]
@@ -407,4 +407,47 @@ fn late_packets_split_skipped_ranges_and_duplicates_stay_duplicates() {
     assert!(d.iter().all(|d| !d.in_order));
     assert_eq!(r.counters.duplicates, 2);
     assert_eq!(r.counters.delivered_late, 4);
+}
+
+#[test]
+fn slow_fills_stretch_the_hole_timeout_up_to_four_times() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 1, vec![], None);
+    // Hole 0 fills after 30 ms: later holes wait 30 + 2 ms.
+    r.push(at(30), 0, vec![], None);
+    r.push(at(40), 3, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(72)));
+    // A fill of 60 ms is capped at four timeouts (40 ms).
+    r.push(at(100), 2, vec![], None);
+    r.push(at(100), 5, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(140)));
+}
+
+#[test]
+fn a_path_gap_resolves_by_counting_up_to_its_widest() {
+    let gap = |after, lost| {
+        Some(PathGap {
+            after: Some(after),
+            lost,
+            last_lost: None,
+        })
+    };
+    // 4,096 numbers missing between 0 and 4,097, as many as the path lost.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![], None);
+    r.push(at(1), 1 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN));
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1 + MAX_GAP_SCAN]);
+    // One wider: not resolved by counting, the packet waits.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![], None);
+    r.push(at(1), 2 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN + 1));
+    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
+    assert_eq!(r.held_packets(), 1);
+    // A skip notice ending exactly at the window's end is in the window.
+    let window = ReseqConfig::default().window;
+    r.skip(at(2), 1 + window - 10, 10);
+    assert_eq!(r.counters.out_of_window, 0);
+    r.skip(at(2), 1 + window - 10, 11);
+    assert_eq!(r.counters.out_of_window, 1);
 }
