@@ -451,3 +451,31 @@ fn a_path_gap_resolves_by_counting_up_to_its_widest() {
     r.skip(at(2), 1 + window - 10, 11);
     assert_eq!(r.counters.out_of_window, 1);
 }
+
+#[test]
+fn pass_through_marks_order_and_follows_skips() {
+    let mut r = Resequencer::new(ReseqConfig {
+        mode: ReseqMode::PassThrough,
+        ..ReseqConfig::default()
+    });
+    for g in [0, 1, 3, 2, 4] {
+        r.push(at(0), g, vec![], None);
+    }
+    let order: Vec<(u64, bool)> = drain(&mut r).iter().map(|d| (d.gseq, d.in_order)).collect();
+    // 3 came before 2: out of order; 2 then closes the gap, 4 follows it.
+    assert_eq!(
+        order,
+        vec![(0, true), (1, true), (3, false), (2, true), (4, true)]
+    );
+    // 5 and 6 dropped by the sender: 7 is in order again.
+    r.skip(at(1), 5, 2);
+    r.push(at(1), 7, vec![], None);
+    let d = drain(&mut r);
+    assert_eq!((d[0].gseq, d[0].in_order), (7, true));
+    assert_eq!(r.counters.skipped, 2);
+    // A late 5 after its skip: delivered once, never again.
+    r.push(at(2), 5, vec![], None);
+    r.push(at(2), 5, vec![], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![5]);
+    assert_eq!(r.counters.duplicates, 1);
+}
