@@ -252,6 +252,11 @@ fn redundant_sends_on_every_path_with_window_room() {
         panic!("did not send")
     };
     assert_eq!(set.iter().collect::<Vec<_>>(), vec![0, 2]);
+    // No window room anywhere: wait, never "send" on no path.
+    for p in &mut paths {
+        p.cwnd_open = false;
+    }
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Wait);
 }
 
 #[test]
