@@ -72,10 +72,16 @@ pub struct Receiver {
     report_seq: u32,
     out: VecDeque<Transmit>,
     pub malformed: u64,
+    /// Data packets whose per-path number was too far ahead to be honest.
+    pub out_of_window: u64,
 }
 
 /// Hole timeout while some path has delivered nothing yet.
 const UNKNOWN_PATH_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Per-path numbers at or beyond this far ahead of the next expected one are
+/// dropped: one forged packet must not move a path's sequence for good.
+const PSEQ_WINDOW: u64 = 1 << 20;
 
 /// A path counts as alive for loss reports if heard from this recently.
 const REPORT_ALIVE: Duration = Duration::from_secs(1);
@@ -91,6 +97,7 @@ impl Receiver {
             report_seq: 0,
             out: VecDeque::new(),
             malformed: 0,
+            out_of_window: 0,
         }
     }
 
@@ -133,12 +140,17 @@ impl Receiver {
             return Err(WireError::PacketType(1));
         };
         let pseq = PathSender::widen_pseq(header.pseq, p.expected);
+        if p.started && pseq >= p.expected.saturating_add(PSEQ_WINDOW) {
+            self.out_of_window += 1;
+            return Ok(());
+        }
         p.last_heard = Some(now);
         let mut gap = None;
         if !p.started || pseq >= p.expected {
             if p.started && pseq > p.expected {
                 let lost = pseq - p.expected;
-                p.interval_lost = p.interval_lost.saturating_add(lost as u32);
+                let lost_u32 = u32::try_from(lost).unwrap_or(u32::MAX);
+                p.interval_lost = p.interval_lost.saturating_add(lost_u32);
                 gap = Some(PathGap {
                     after: p.last_gseq,
                     lost,
@@ -284,5 +296,43 @@ impl Receiver {
             self.next_report = heard_recently.then(|| t + self.config.report_interval);
         }
         self.reseq.handle_timeout(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::DataHeader;
+
+    fn data(gseq: u64, pseq: u32) -> Vec<u8> {
+        let mut d = Vec::new();
+        DataHeader {
+            path: 0,
+            gseq,
+            pseq,
+            send_ts_us: 0,
+            prev_gap: 0,
+        }
+        .append_to(&[0; 8], &mut d);
+        d
+    }
+
+    #[test]
+    fn hostile_numbers_are_dropped_and_counted() {
+        let mut rx = Receiver::new(ReceiverConfig::new(1));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
+        // A global number 2^40 ahead: the resequencer drops it at once.
+        rx.handle_datagram(t, 0, &data(1 << 40, 1)).unwrap();
+        assert_eq!(rx.resequencer().counters.out_of_window, 1);
+        // A path number 2^31 ahead would have moved the path's sequence.
+        rx.handle_datagram(t, 0, &data(2, 1 << 31)).unwrap();
+        assert_eq!(rx.out_of_window, 1);
+        rx.handle_datagram(t, 0, &data(1, 2)).unwrap();
+        let delivered: Vec<u64> = std::iter::from_fn(|| rx.poll_deliver())
+            .map(|d| d.gseq)
+            .collect();
+        assert_eq!(delivered, vec![0, 1]);
+        assert_eq!(rx.resequencer().counters.skipped, 0);
     }
 }

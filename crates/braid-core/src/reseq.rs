@@ -15,8 +15,18 @@
 //! marked out of order: the network delivered it and the application (an
 //! inner TCP, say) is better served by late data than by none. It is never
 //! delivered twice.
+//!
+//! Every number comes from the network, so nothing here costs more than a
+//! bounded amount per packet: numbers more than `window` ahead of the
+//! delivery point are dropped and counted, losses and skips are kept as
+//! ranges (one entry however wide), and the packets held, the ranges known
+//! lost and the ranges remembered as skipped are each capped.
+
+mod ranges;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use ranges::RangeSet;
 
 use crate::cc::WindowedMax;
 use std::time::Duration;
@@ -36,6 +46,11 @@ pub struct ReseqConfig {
     pub max_bytes: usize,
     /// Longest a packet is held.
     pub max_hold: Duration,
+    /// Most packets held (bounds memory when payloads are tiny).
+    pub max_packets: usize,
+    /// Numbers at or beyond `window` ahead of the next one to deliver are
+    /// dropped: no honest sender runs that far ahead of the receiver.
+    pub window: u64,
 }
 
 impl Default for ReseqConfig {
@@ -44,6 +59,8 @@ impl Default for ReseqConfig {
             mode: ReseqMode::Ordered,
             max_bytes: 4 << 20,
             max_hold: Duration::from_millis(500),
+            max_packets: 1 << 16,
+            window: 1 << 20,
         }
     }
 }
@@ -68,6 +85,8 @@ pub struct ReseqCounters {
     /// Global numbers skipped: known lost, or given up on at a timeout or bound.
     pub skipped: u64,
     pub timeouts: u64,
+    /// Packets and skip notices dropped for numbers outside the window.
+    pub out_of_window: u64,
 }
 
 #[derive(Debug)]
@@ -93,12 +112,17 @@ const LEARNED_STRETCH_MAX: u32 = 4;
 /// How long the hole timeout remembers a slow fill, in milliseconds.
 const FILL_WINDOW_MS: u64 = 10_000;
 
-/// Widest hole whose numbers `note_gap` will walk.
-const MAX_GAP_SCAN: u64 = 1 << 16;
+/// Widest per-path hole `note_gap` will resolve by counting (it counts the
+/// packets held inside it).
+const MAX_GAP_SCAN: u64 = 1 << 12;
 
 /// How far below `next` the resequencer remembers what it skipped, to tell a
-/// late packet from a duplicate.
+/// late packet from a duplicate...
 const SKIP_MEMORY: u64 = 1 << 16;
+/// ...in at most this many ranges.
+const MAX_SKIPPED_RANGES: usize = 1 << 12;
+/// Most separate ranges of numbers known lost ahead of `next`.
+const MAX_LOST_RANGES: usize = 1 << 12;
 
 #[derive(Debug)]
 pub struct Resequencer {
@@ -107,10 +131,11 @@ pub struct Resequencer {
     next: u64,
     held: BTreeMap<u64, Held>,
     held_bytes: usize,
-    /// Numbers above `next` known lost (per-path gap).
-    known_lost: BTreeSet<u64>,
-    /// Numbers below `next` skipped without delivery, and when.
-    skipped: BTreeMap<u64, Instant>,
+    /// Numbers at or above `next` known lost (per-path gap, skip notice).
+    /// May cover held packets (a forged notice); those are still delivered.
+    known_lost: RangeSet,
+    /// Ranges below `next` skipped without delivery: start -> (end, when).
+    skipped: BTreeMap<u64, (u64, Instant)>,
     /// How long holes take to fill: the time from the first packet held
     /// behind a hole to the hole's packet, including ones that came after
     /// their number was given up on. The sender may hold earlier packets
@@ -126,7 +151,10 @@ pub struct Resequencer {
     arrivals: VecDeque<(Instant, u64)>,
     /// Pass-through: numbers at or above `next` already delivered.
     seen_ahead: BTreeSet<u64>,
+    /// Deadline of the hole at `timer_hole`: a hole gets its full timeout
+    /// from the moment it becomes the head of the line.
     timer: Option<Instant>,
+    timer_hole: u64,
     expiries: u32,
     timeout: Duration,
     out: VecDeque<Delivery>,
@@ -140,13 +168,14 @@ impl Resequencer {
             next: 0,
             held: BTreeMap::new(),
             held_bytes: 0,
-            known_lost: BTreeSet::new(),
+            known_lost: RangeSet::default(),
             skipped: BTreeMap::new(),
             fill_max: WindowedMax::new(FILL_WINDOW_MS),
             now: Instant::ZERO,
             arrivals: VecDeque::new(),
             seen_ahead: BTreeSet::new(),
             timer: None,
+            timer_hole: 0,
             expiries: 0,
             timeout: Duration::from_millis(50),
             out: VecDeque::new(),
@@ -187,6 +216,10 @@ impl Resequencer {
     /// just before it.
     pub fn push(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, gap: Option<PathGap>) {
         self.now = now;
+        if gseq >= self.window_end() {
+            self.counters.out_of_window += 1;
+            return;
+        }
         if let Some(gap) = gap {
             self.note_gap(gseq, gap);
         }
@@ -199,13 +232,19 @@ impl Resequencer {
         }
     }
 
+    /// First number beyond the window ahead of the delivery point.
+    fn window_end(&self) -> u64 {
+        self.next.saturating_add(self.config.window)
+    }
+
     /// The sender dropped `from .. from + count` unsent: never wait for them.
     pub fn skip(&mut self, now: Instant, from: u64, count: u32) {
         self.now = now;
-        let end = from.saturating_add(u64::from(count).min(MAX_GAP_SCAN));
-        for g in from.max(self.next)..end {
-            self.mark_lost(g);
+        let end = from.saturating_add(u64::from(count));
+        if end > self.window_end() {
+            self.counters.out_of_window += 1;
         }
+        self.mark_lost(from, end);
         match self.config.mode {
             ReseqMode::PassThrough => self.advance_pass_through(),
             ReseqMode::Ordered => {
@@ -215,9 +254,12 @@ impl Resequencer {
         }
     }
 
-    fn mark_lost(&mut self, g: u64) {
-        if g >= self.next && !self.held.contains_key(&g) && !self.seen_ahead.contains(&g) {
-            self.known_lost.insert(g);
+    /// Records `lo..hi` as lost, clipped to the window.
+    fn mark_lost(&mut self, lo: u64, hi: u64) {
+        let (lo, hi) = (lo.max(self.next), hi.min(self.window_end()));
+        self.known_lost.insert(lo, hi);
+        if self.known_lost.len() > MAX_LOST_RANGES {
+            self.known_lost.pop_last();
         }
     }
 
@@ -228,18 +270,15 @@ impl Resequencer {
     /// every missing number there is one of them.
     fn note_gap(&mut self, gseq: u64, gap: PathGap) {
         if let Some(l) = gap.last_lost.filter(|&l| l < gseq) {
-            self.mark_lost(l);
+            self.mark_lost(l, l + 1);
         }
         let Some(after) = gap.after.filter(|&a| a < gseq) else {
             return;
         };
         let (lo, hi) = (after + 1, gseq);
-        // Numbers of the hole already given up on may have been this path's:
-        // then the counts no longer pin anything down.
-        let resolved_end = hi.min(self.next);
-        let skipped_some =
-            lo < resolved_end && self.skipped.range(lo..resolved_end).next().is_some();
-        if hi - lo > MAX_GAP_SCAN || skipped_some {
+        if hi - lo > MAX_GAP_SCAN || self.skipped_any(lo, hi.min(self.next)) {
+            // Numbers of the hole already given up on may have been this
+            // path's: then the counts no longer pin anything down.
             return;
         }
         let start = lo.max(self.next);
@@ -248,22 +287,45 @@ impl Resequencer {
         }
         let present = self.held.range(start..hi).count() + self.seen_ahead.range(start..hi).count();
         if hi - start - present as u64 == gap.lost {
-            for g in start..hi {
-                self.mark_lost(g);
-            }
+            // Held numbers inside the range are delivered all the same.
+            self.mark_lost(start, hi);
         }
+    }
+
+    /// Whether a number in `lo..hi` (below `next`) was skipped.
+    fn skipped_any(&self, lo: u64, hi: u64) -> bool {
+        lo < hi
+            && self
+                .skipped
+                .range(..hi)
+                .next_back()
+                .is_some_and(|(_, &(end, _))| end > lo)
     }
 
     /// A number below `next`: delivered once if it had been skipped, else a
     /// duplicate. (In pass-through mode the fill sample goes unused.)
     fn push_late(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
-        if let Some(skipped_at) = self.skipped.remove(&gseq) {
-            // The hole was open for about one timeout before the skip.
-            self.on_fill(now - skipped_at + self.hole_timeout());
-            self.emit(gseq, payload, false, Duration::ZERO);
-        } else {
+        let Some((&start, &(end, skipped_at))) = self
+            .skipped
+            .range(..=gseq)
+            .next_back()
+            .filter(|(_, &(end, _))| end > gseq)
+        else {
             self.counters.duplicates += 1;
+            return;
+        };
+        // Cut the number out of its range: a second copy is a duplicate.
+        self.skipped.remove(&start);
+        if start < gseq {
+            self.skipped.insert(start, (gseq, skipped_at));
         }
+        if gseq + 1 < end {
+            self.skipped.insert(gseq + 1, (end, skipped_at));
+        }
+        self.trim_skipped();
+        // The hole was open for about one timeout before the skip.
+        self.on_fill(now - skipped_at + self.hole_timeout());
+        self.emit(gseq, payload, false, Duration::ZERO);
     }
 
     fn push_pass_through(&mut self, gseq: u64, payload: Vec<u8>) {
@@ -286,23 +348,28 @@ impl Resequencer {
 
     /// Moves `next` past numbers delivered or known lost.
     fn advance_pass_through(&mut self) {
-        while self.seen_ahead.contains(&self.next) || self.known_lost.contains(&self.next) {
-            self.skip_to(self.next + 1);
+        loop {
+            if let Some(end) = self.known_lost.end_of_range_holding(self.next) {
+                self.skip_to(end);
+            } else if self.seen_ahead.first() == Some(&self.next) {
+                self.skip_to(self.next + 1);
+            } else {
+                break;
+            }
         }
     }
 
     fn push_ordered(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
+        if self.held.contains_key(&gseq) {
+            self.counters.duplicates += 1;
+            return;
+        }
         if gseq == self.next {
             if let Some((_, first)) = self.held.first_key_value() {
                 let waited = now - first.arrived;
                 self.on_fill(waited);
             }
         }
-        if self.held.contains_key(&gseq) {
-            self.counters.duplicates += 1;
-            return;
-        }
-        self.known_lost.remove(&gseq);
         self.held_bytes += payload.len();
         self.held.insert(
             gseq,
@@ -311,8 +378,10 @@ impl Resequencer {
                 arrived: now,
             },
         );
-        self.arrivals.push_back((now, gseq));
         self.release_in_order(now);
+        if self.held.contains_key(&gseq) {
+            self.arrivals.push_back((now, gseq));
+        }
         self.enforce_bounds(now);
         self.update_timer(now);
     }
@@ -326,8 +395,10 @@ impl Resequencer {
                 self.next += 1;
                 self.expiries = 0;
                 self.emit(gseq, h.payload, true, now - h.arrived);
-            } else if self.known_lost.remove(&self.next) {
-                self.skip_to(self.next + 1);
+            } else if let Some(end) = self.known_lost.end_of_range_holding(self.next) {
+                // Never past a held packet, even one a notice called lost.
+                let first_held = self.held.first_key_value().map_or(u64::MAX, |(&g, _)| g);
+                self.skip_to(end.min(first_held));
                 self.expiries = 0;
             } else {
                 break;
@@ -335,24 +406,42 @@ impl Resequencer {
         }
     }
 
-    /// Skips every number below `to` that was not delivered. Callers never
-    /// pass a `to` beyond the first held packet.
+    /// Skips every number below `to` that was not delivered, as ranges.
+    /// Callers never pass a `to` beyond the first held packet.
     fn skip_to(&mut self, to: u64) {
-        while self.next < to {
-            if !self.seen_ahead.remove(&self.next) {
-                self.skipped.insert(self.next, self.now);
-                self.counters.skipped += 1;
-            }
-            self.known_lost.remove(&self.next);
-            self.next += 1;
+        let mut from = self.next;
+        // Pass-through: numbers delivered ahead are passed, not skipped.
+        while let Some(&seen) = self.seen_ahead.first().filter(|&&s| s < to) {
+            self.seen_ahead.pop_first();
+            self.record_skip(from, seen);
+            from = seen + 1;
         }
+        self.record_skip(from, to);
+        self.next = self.next.max(to);
+        self.known_lost.remove_below(self.next);
+        self.trim_skipped();
+    }
+
+    fn record_skip(&mut self, from: u64, to: u64) {
+        if from < to {
+            self.skipped.insert(from, (to, self.now));
+            self.counters.skipped += to - from;
+        }
+    }
+
+    /// Forgets skips far below `next`, and the oldest beyond the range cap.
+    fn trim_skipped(&mut self) {
         let floor = self.next.saturating_sub(SKIP_MEMORY);
-        while self
-            .skipped
-            .first_key_value()
-            .is_some_and(|(&s, _)| s < floor)
-        {
-            self.skipped.pop_first();
+        while let Some((&start, &(end, at))) = self.skipped.first_key_value() {
+            if end <= floor || self.skipped.len() > MAX_SKIPPED_RANGES {
+                self.skipped.pop_first();
+            } else {
+                if start < floor {
+                    self.skipped.pop_first();
+                    self.skipped.insert(floor, (end, at));
+                }
+                break;
+            }
         }
     }
 
@@ -365,7 +454,7 @@ impl Resequencer {
     }
 
     fn enforce_bounds(&mut self, now: Instant) {
-        while self.held_bytes > self.config.max_bytes {
+        while self.held_bytes > self.config.max_bytes || self.held.len() > self.config.max_packets {
             self.release_first(now);
         }
         // The packet held longest goes out, with every number below it.
@@ -387,6 +476,8 @@ impl Resequencer {
         self.arrivals.front()
     }
 
+    /// Drops entries of released packets: from the front at once, and from
+    /// anywhere once they outnumber the held packets (amortised O(1)).
     fn prune_arrivals(&mut self) {
         while self
             .arrivals
@@ -395,14 +486,21 @@ impl Resequencer {
         {
             self.arrivals.pop_front();
         }
+        if self.arrivals.len() > 2 * self.held.len() + 16 {
+            let held = &self.held;
+            self.arrivals.retain(|(_, g)| held.contains_key(g));
+        }
     }
 
+    /// Keeps one timer, for the hole at the head of the line: a new head
+    /// (delivery advanced) gets a full timeout of its own.
     fn update_timer(&mut self, now: Instant) {
         if self.held.is_empty() {
             self.timer = None;
             self.expiries = 0;
-        } else if self.timer.is_none() {
+        } else if self.timer.is_none() || self.timer_hole != self.next {
             self.timer = Some(now + self.hole_timeout());
+            self.timer_hole = self.next;
         }
     }
 
@@ -434,9 +532,6 @@ impl Resequencer {
                 // release_in_order resets the count when the head fills; a
                 // forced release must keep counting toward the third expiry.
                 self.expiries = before;
-            }
-            if !self.held.is_empty() {
-                self.timer = Some(now + self.hole_timeout());
             }
         }
         self.enforce_bounds(now);

@@ -94,6 +94,12 @@ fn wire_bytes(payload: usize) -> u64 {
 /// headers and braid's own.
 pub const MAX_DATAGRAM: usize = 1500 - IP_UDP_OVERHEAD - DATA_HEADER_LEN;
 
+/// Shortest time between two skip notices.
+const SKIP_NOTICE_INTERVAL: Duration = Duration::from_millis(5);
+
+/// Skip frames per notice: 2 + 64 * 13 bytes, well under the MTU.
+const MAX_SKIP_FRAMES: usize = 64;
+
 #[derive(Debug)]
 pub struct Sender {
     paths: Vec<PathSender>,
@@ -104,7 +110,12 @@ pub struct Sender {
     next_gseq: u64,
     /// Global number last sent on each path.
     last_gseq_on: Vec<Option<u64>>,
+    /// Numbers dropped unsent since the last skip notice...
     pending_skips: Vec<SkipFrame>,
+    /// ...and those the last notice carried, which the next one repeats, so
+    /// that losing one notice costs the receiver no hole timeout.
+    repeat_skips: Vec<SkipFrame>,
+    last_skip_notice: Option<Instant>,
     owd_anchor: Option<u32>,
     last_report_seq: Option<u32>,
     /// How long a datagram may wait in the queue; follows the path
@@ -137,6 +148,8 @@ impl Sender {
             next_gseq: 0,
             last_gseq_on,
             pending_skips: Vec::new(),
+            repeat_skips: Vec::new(),
+            last_skip_notice: None,
             owd_anchor: None,
             last_report_seq: None,
             queue_delay_limit,
@@ -238,10 +251,24 @@ impl Sender {
         }
     }
 
-    /// Sends the pending skip notices on the path with the shortest one-way
-    /// delay that is not suspect, so the receiver stops waiting soonest.
-    fn flush_skips(&mut self) {
-        if self.pending_skips.is_empty() {
+    /// When the next skip notice may go out, if one has something to say.
+    fn skip_notice_due(&self) -> Option<Instant> {
+        if self.pending_skips.is_empty() && self.repeat_skips.is_empty() {
+            return None;
+        }
+        Some(
+            self.last_skip_notice
+                .map_or(Instant::ZERO, |t| t + SKIP_NOTICE_INTERVAL),
+        )
+    }
+
+    /// Sends a skip notice on the path with the shortest one-way delay that
+    /// is not suspect, so the receiver stops waiting soonest. At most one
+    /// notice per `SKIP_NOTICE_INTERVAL`: under overload the sender drops
+    /// most of what it is offered, and one notice per drop would take the
+    /// capacity the data needs. Each range goes out in two notices.
+    fn flush_skips(&mut self, now: Instant) {
+        if self.skip_notice_due().is_none_or(|due| due > now) {
             return;
         }
         let path = self
@@ -251,14 +278,20 @@ impl Sender {
             .min_by(|a, b| a.owd.smoothed_us().total_cmp(&b.owd.smoothed_us()))
             .or(self.paths.first())
             .map_or(0, |p| p.id);
+        let frames: Vec<Frame> = self
+            .repeat_skips
+            .iter()
+            .chain(&self.pending_skips)
+            .map(|k| Frame::Skip(*k))
+            .collect();
         // One feedback packet stays well under the MTU.
-        for chunk in self.pending_skips.chunks(64) {
-            let frames: Vec<Frame> = chunk.iter().map(|k| Frame::Skip(*k)).collect();
-            let data = wire::feedback_packet(path, &frames).expect("64 skip frames fit");
+        for chunk in frames.chunks(MAX_SKIP_FRAMES) {
+            let data = wire::feedback_packet(path, chunk).expect("skip frames fit");
             self.counters.skip_packets += 1;
             self.out.push_back(Transmit { path, data });
         }
-        self.pending_skips.clear();
+        self.repeat_skips = std::mem::take(&mut self.pending_skips);
+        self.last_skip_notice = Some(now);
     }
 
     /// Queue index of the first datagram with at least `ahead_bytes` of wire
@@ -355,7 +388,7 @@ impl Sender {
                 }
             }
         }
-        self.flush_skips();
+        self.flush_skips(now);
     }
 
     fn take(&mut self, index: usize) -> Queued {
@@ -446,7 +479,10 @@ impl Sender {
                 .min();
             pacing.map_or(stale, |p| p.min(stale))
         });
-        path_timeouts.chain(head).min()
+        path_timeouts
+            .chain(head)
+            .chain(self.skip_notice_due().map(|t| t.max(self.last_now)))
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -458,5 +494,62 @@ impl Sender {
         }
         self.drop_stale(now);
         self.drain(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    /// Splits what the sender put on the wire into data packets and skip frames.
+    fn transmits(s: &mut Sender) -> (usize, Vec<SkipFrame>) {
+        let (mut data, mut skips) = (0, Vec::new());
+        while let Some(t) = s.poll_transmit() {
+            match Packet::parse(&t.data).unwrap() {
+                Packet::Data { .. } => data += 1,
+                Packet::Feedback { frames, .. } => skips.extend(frames.into_iter().map(|f| {
+                    let Frame::Skip(k) = f else {
+                        panic!("sender sent {f:?}")
+                    };
+                    k
+                })),
+            }
+        }
+        (data, skips)
+    }
+
+    #[test]
+    fn dropped_numbers_go_out_coalesced_in_two_notices() {
+        let mut config = SenderConfig::new(vec![PathInfo {
+            name: "a".into(),
+            cost: 1.0,
+        }]);
+        config.max_queue_delay = Some(ms(10));
+        let mut s = Sender::new(config).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for _ in 0..200 {
+            s.send(t0, vec![0; 1000]).unwrap();
+        }
+        let (sent, skips) = transmits(&mut s);
+        assert!(skips.is_empty());
+        assert!(sent < 200, "the window must hold some back");
+        // At 10 ms the rest go stale: one range, in one notice, at once.
+        s.handle_timeout(t0 + ms(10));
+        let range = SkipFrame {
+            from: sent as u64,
+            count: 200 - sent as u32,
+        };
+        assert_eq!(transmits(&mut s), (0, vec![range]));
+        assert_eq!(s.counters.dropped_stale, u64::from(range.count));
+        // The repeat follows one interval later, then nothing more.
+        assert_eq!(s.poll_timeout(), Some(t0 + ms(15)));
+        s.handle_timeout(t0 + ms(15));
+        assert_eq!(transmits(&mut s), (0, vec![range]));
+        assert_eq!(s.counters.skip_packets, 2);
+        assert!(s.poll_timeout().is_none_or(|t| t > t0 + ms(40)));
     }
 }

@@ -77,6 +77,13 @@ fn bonded_run_is_fast_enough_to_be_useful() {
     assert!((r.capacity_bps - 10e6).abs() < 1.0);
     let expected_ideal = 10e6 * 1400.0 / 1450.0;
     assert!((r.ideal_goodput_bps - expected_ideal).abs() < 1.0);
+    // Offered 10 Mbit/s of IP bytes is 103 % of the ideal goodput: the
+    // bonded pair must carry nearly all it can.
     assert!(r.goodput_bps <= r.ideal_goodput_bps * 1.001);
-    assert!(r.goodput_bps > 0.0);
+    assert!(
+        r.goodput_bps >= 0.95 * r.ideal_goodput_bps,
+        "{} of {}",
+        r.goodput_bps,
+        r.ideal_goodput_bps
+    );
 }

@@ -49,6 +49,11 @@ pub struct PathCounters {
     pub acked_packets: u64,
     pub lost_packets: u64,
     pub timeouts: u64,
+    /// Acks for a number never sent on the path: ignored.
+    pub rejected_acks: u64,
+    /// Acks claiming the receiver held a packet longer than its whole round
+    /// trip (an ack delay from the future): their timing is not used.
+    pub rejected_timestamps: u64,
 }
 
 #[derive(Debug)]
@@ -192,7 +197,8 @@ impl PathSender {
     pub fn on_ack(&mut self, now: Instant, ack: &AckFrame, owd_anchor: &mut Option<u32>) {
         let largest = Self::widen_pseq(ack.largest_pseq, self.next_pseq);
         if largest >= self.next_pseq {
-            return; // acks a packet never sent: ignore it
+            self.counters.rejected_acks += 1;
+            return;
         }
         let Some(front) = self.in_flight.front().map(|p| p.pseq) else {
             return;
@@ -247,9 +253,12 @@ impl PathSender {
         self.first_sent_time = p.sent;
         // Only the largest carries timestamps; an ack that only fills holes
         // below it measures nothing.
-        let rtt = (p.pseq == largest).then(|| {
-            (now - p.sent).saturating_sub(Duration::from_micros(u64::from(ack.ack_delay_us)))
-        });
+        let ack_delay = Duration::from_micros(u64::from(ack.ack_delay_us));
+        let impossible = ack_delay > now - p.sent;
+        if impossible && p.pseq == largest {
+            self.counters.rejected_timestamps += 1;
+        }
+        let rtt = (p.pseq == largest && !impossible).then(|| now - p.sent - ack_delay);
         if let Some(rtt) = rtt {
             self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
             self.update_timeout();
@@ -387,6 +396,34 @@ mod tests {
         p.on_ack(now, &ack(4, 0b1011), &mut None);
         assert_eq!(p.counters.acked_packets, 4);
         assert_eq!(p.counters.lost_packets, 1);
+    }
+
+    #[test]
+    fn forged_acks_are_rejected_and_counted() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let t0 = Instant::from_nanos(1_000_000);
+        for g in 0..3 {
+            p.on_sent(t0, g, 1000, false);
+        }
+        let now = t0 + Duration::from_millis(30);
+        // An ack for number 7, never sent: nothing changes.
+        p.on_ack(now, &ack(7, u64::MAX), &mut None);
+        assert_eq!(p.counters.rejected_acks, 1);
+        assert_eq!(p.counters.acked_packets, 0);
+        assert_eq!(p.bytes_in_flight(), 3000);
+        // An ack delay longer than the round trip: the packet counts as
+        // delivered, its timing does not (it used to set the RTT to 1 µs).
+        let mut forged = ack(0, 0);
+        forged.ack_delay_us = u32::MAX;
+        p.on_ack(now, &forged, &mut None);
+        assert_eq!(p.counters.acked_packets, 1);
+        assert_eq!(p.counters.rejected_timestamps, 1);
+        assert_eq!(p.rtt.srtt(), None);
+        assert!(!p.owd.has_samples());
+        // An honest ack measures.
+        p.on_ack(now, &ack(1, 0b1), &mut None);
+        assert_eq!(p.rtt.min_rtt(), Some(Duration::from_millis(30)));
+        assert_eq!(p.counters.rejected_timestamps, 1);
     }
 
     #[test]

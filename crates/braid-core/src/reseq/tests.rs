@@ -124,7 +124,7 @@ fn byte_bound_forces_release() {
     assert!(drain(&mut r).is_empty());
     r.push(at(0), 4, vec![0; 100], None);
     assert_eq!(gseqs(&drain(&mut r)), vec![1, 2]);
-    assert!(r.held_bytes() <= 250);
+    assert_eq!((r.held_bytes(), r.held_packets()), (100, 1));
 }
 
 #[test]
@@ -147,28 +147,33 @@ struct Sent {
     gseq: u64,
     path: usize,
     arrival: Option<u64>,
+    /// Arrival of a second copy (the network duplicated it), if any.
+    copy: Option<u64>,
 }
 
 /// Generates packets sent in global order over up to 3 FIFO paths with
-/// different delays, some lost, some duplicated (redundant sending).
+/// different delays, some lost, some duplicated by the network.
 fn scenario() -> impl Strategy<Value = Vec<Sent>> {
     let paths = proptest::collection::vec(1u64..60, 1..=3);
     (
         paths,
-        proptest::collection::vec((0usize..3, 0u32..100, 0u64..3), 1..300),
+        proptest::collection::vec((0usize..3, 0u32..100, 0u64..3, 0u64..40), 1..300),
     )
         .prop_map(|(delays, pkts)| {
             let mut last_arrival = vec![0u64; delays.len()];
             let mut out = Vec::new();
-            for (i, (path, loss_roll, gap)) in pkts.into_iter().enumerate() {
+            for (i, (path, loss_roll, gap, copy_after)) in pkts.into_iter().enumerate() {
                 let path = path % delays.len();
                 let send = i as u64 + gap;
                 let arrival = (send + delays[path]).max(last_arrival[path]);
                 last_arrival[path] = arrival;
+                let arrival = (loss_roll >= 10).then_some(arrival);
                 out.push(Sent {
                     gseq: i as u64,
                     path,
-                    arrival: (loss_roll >= 10).then_some(arrival),
+                    arrival,
+                    // One in ten arrivals is duplicated, up to 40 ms later.
+                    copy: arrival.filter(|_| loss_roll >= 90).map(|a| a + copy_after),
                 });
             }
             out
@@ -192,6 +197,9 @@ fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequenc
                 last_lost: prev.map(|p| p.gseq),
             });
             arrivals.push((a, s, gap));
+            if let Some(c) = s.copy {
+                arrivals.push((c, s, None));
+            }
             last_arrived[s.path] = Some(s.gseq);
             lost_run[s.path] = 0;
         } else {
@@ -228,7 +236,7 @@ fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequenc
 proptest! {
     #[test]
     fn ordered_mode_properties(sent in scenario(), max_bytes in 16usize..2000) {
-        let config = ReseqConfig { mode: ReseqMode::Ordered, max_bytes, max_hold: ms(100) };
+        let config = ReseqConfig { mode: ReseqMode::Ordered, max_bytes, max_hold: ms(100), ..ReseqConfig::default() };
         let (delivered, r) = run_scenario(&sent, config);
         // Never a duplicate.
         let mut seen = HashSet::new();
@@ -243,12 +251,18 @@ proptest! {
         let arrived: HashSet<u64> = sent.iter().filter(|s| s.arrival.is_some()).map(|s| s.gseq).collect();
         prop_assert_eq!(seen, arrived);
         prop_assert_eq!(r.held_packets(), 0);
+        // Every copy beyond the first is counted as a duplicate.
+        let copies = sent.iter().filter(|s| s.copy.is_some()).count() as u64;
+        prop_assert_eq!(r.counters.duplicates, copies);
+        prop_assert_eq!(r.counters.delivered, delivered.len() as u64);
     }
 
     #[test]
     fn pass_through_properties(sent in scenario()) {
         let config = ReseqConfig { mode: ReseqMode::PassThrough, ..ReseqConfig::default() };
-        let (delivered, _) = run_scenario(&sent, config);
+        let (delivered, r) = run_scenario(&sent, config);
+        let copies = sent.iter().filter(|s| s.copy.is_some()).count() as u64;
+        prop_assert_eq!(r.counters.duplicates, copies);
         let mut seen = HashSet::new();
         for d in &delivered {
             prop_assert!(seen.insert(d.gseq));
@@ -257,4 +271,211 @@ proptest! {
         let arrived: HashSet<u64> = sent.iter().filter(|s| s.arrival.is_some()).map(|s| s.gseq).collect();
         prop_assert_eq!(seen, arrived);
     }
+}
+
+#[test]
+fn a_hole_gets_its_full_timeout_from_when_it_heads_the_line() {
+    // Issue 6 §1: hole 0 times out at 10 ms. Hole 2 opened at 9 ms (packet
+    // 3 arrived); once 1 is released, 2 heads the line and must wait its own
+    // 10 ms, not the 1 ms left of the old deadline.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 1, vec![], None);
+    r.push(at(9), 3, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(10)));
+    r.handle_timeout(at(10));
+    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
+    assert_eq!(r.poll_timeout(), Some(at(20)));
+    // Hole 2 fills at 15 ms: on time, in order, nothing skipped but 0.
+    r.push(at(15), 2, vec![], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
+    assert_eq!(r.counters.skipped, 1);
+    assert_eq!(r.counters.delivered_late, 0);
+}
+
+#[test]
+fn progress_restarts_the_count_toward_releasing_everything() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    // Holes at 0, 2, 4, 6, 8; held 1, 3, 5, 7, 9.
+    for g in [1, 3, 5, 7, 9] {
+        r.push(at(0), g, vec![], None);
+    }
+    r.handle_timeout(at(10));
+    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
+    // Hole 2 fills: progress, the count of consecutive expiries restarts.
+    r.push(at(12), 2, vec![], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
+    for expect in [5, 7, 9] {
+        // First, second and third expiry since progress: one packet each
+        // (without the restart, the second would release 7 and 9 at once).
+        let t = r.poll_timeout().unwrap();
+        r.handle_timeout(t);
+        assert_eq!(gseqs(&drain(&mut r)), vec![expect]);
+    }
+}
+
+#[test]
+fn a_number_far_ahead_is_dropped_and_counted_at_once() {
+    // Issue 6 §2: 2^40 used to make the resequencer walk every number below it.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![0], None);
+    r.push(at(1), 1 << 40, vec![1], None);
+    r.push(at(1), u64::MAX, vec![1], None);
+    assert_eq!(r.counters.out_of_window, 2);
+    assert_eq!(r.held_packets(), 0);
+    r.push(at(2), 1, vec![1], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1]);
+    // The window's last number is still taken.
+    let window = ReseqConfig::default().window;
+    r.push(at(3), 2 + window - 1, vec![], None);
+    assert_eq!(r.held_packets(), 1);
+    assert_eq!(r.counters.out_of_window, 2);
+}
+
+#[test]
+fn skip_notices_cost_one_range_however_wide() {
+    // Issue 6 §2: 100 notices of 65,536 numbers used to add 6.5 M set entries.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // 0 delivered, 1 is a hole, so the notices' numbers wait behind it.
+    r.push(at(0), 0, vec![], None);
+    for i in 0..100u64 {
+        r.skip(at(1), 2 + i * 70_000, 65_536);
+    }
+    // The first 15 fit the 2^20 window, one range each; the rest are counted.
+    assert_eq!(r.known_lost.len(), 15);
+    assert_eq!(r.counters.out_of_window, 85);
+    r.skip(at(1), 1 << 40, u32::MAX);
+    assert_eq!(r.known_lost.len(), 15);
+    assert_eq!(r.counters.out_of_window, 86);
+    // A packet inside a range the notices called lost is still delivered.
+    r.push(at(2), 5, vec![5], None);
+    r.push(at(2), 1, vec![1], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 5]);
+    assert_eq!(r.counters.skipped, 65_535);
+    assert_eq!(r.known_lost.len(), 14);
+    // Crossing all of them skips them as ranges and counts every number.
+    r.skip(at(3), 65_538, 1_000_000);
+    assert_eq!(r.counters.skipped, 65_535 + 1_000_000);
+    assert_eq!(r.known_lost.len(), 0);
+    assert!(r.skipped.len() <= MAX_SKIPPED_RANGES);
+}
+
+#[test]
+fn many_scattered_losses_stay_within_the_range_cap() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![], None);
+    for i in 0..(MAX_LOST_RANGES as u64 + 500) {
+        r.skip(at(1), 2 + 2 * i, 1);
+    }
+    assert_eq!(r.known_lost.len(), MAX_LOST_RANGES);
+    // The nearest losses are the ones kept: 1 arrives, 2 is known lost.
+    r.push(at(2), 1, vec![], None);
+    r.push(at(2), 3, vec![], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 3]);
+}
+
+#[test]
+fn tiny_packets_are_bounded_in_count() {
+    let mut r = Resequencer::new(ReseqConfig {
+        max_packets: 100,
+        ..ReseqConfig::default()
+    });
+    // Every other number: each push beyond 100 held forces one release.
+    for g in 1..=1000 {
+        r.push(at(0), 2 * g, vec![], None);
+        assert!(r.held_packets() <= 100);
+    }
+    // Released in order, each hole before them skipped.
+    let d = drain(&mut r);
+    assert_eq!(d.len(), 900);
+    assert!(d.iter().all(|d| d.in_order));
+    assert!(r.arrivals.len() <= 2 * r.held_packets() + 16);
+}
+
+#[test]
+fn late_packets_split_skipped_ranges_and_duplicates_stay_duplicates() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.skip(at(0), 0, 10);
+    r.push(at(1), 10, vec![], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![10]);
+    for g in [4, 4, 0, 9, 9, 5] {
+        r.push(at(2), g, vec![], None);
+    }
+    let d = drain(&mut r);
+    assert_eq!(gseqs(&d), vec![4, 0, 9, 5]);
+    assert!(d.iter().all(|d| !d.in_order));
+    assert_eq!(r.counters.duplicates, 2);
+    assert_eq!(r.counters.delivered_late, 4);
+}
+
+#[test]
+fn slow_fills_stretch_the_hole_timeout_up_to_four_times() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 1, vec![], None);
+    // Hole 0 fills after 30 ms: later holes wait 30 + 2 ms.
+    r.push(at(30), 0, vec![], None);
+    r.push(at(40), 3, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(72)));
+    // A fill of 60 ms is capped at four timeouts (40 ms).
+    r.push(at(100), 2, vec![], None);
+    r.push(at(100), 5, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(140)));
+}
+
+#[test]
+fn a_path_gap_resolves_by_counting_up_to_its_widest() {
+    let gap = |after, lost| {
+        Some(PathGap {
+            after: Some(after),
+            lost,
+            last_lost: None,
+        })
+    };
+    // 4,096 numbers missing between 0 and 4,097, as many as the path lost.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![], None);
+    r.push(at(1), 1 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN));
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1 + MAX_GAP_SCAN]);
+    // One wider: not resolved by counting, the packet waits.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![], None);
+    r.push(at(1), 2 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN + 1));
+    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
+    assert_eq!(r.held_packets(), 1);
+    // A skip notice ending exactly at the window's end is in the window.
+    let window = ReseqConfig::default().window;
+    r.skip(at(2), 1 + window - 10, 10);
+    assert_eq!(r.counters.out_of_window, 0);
+    r.skip(at(2), 1 + window - 10, 11);
+    assert_eq!(r.counters.out_of_window, 1);
+}
+
+#[test]
+fn pass_through_marks_order_and_follows_skips() {
+    let mut r = Resequencer::new(ReseqConfig {
+        mode: ReseqMode::PassThrough,
+        ..ReseqConfig::default()
+    });
+    for g in [0, 1, 3, 2, 4] {
+        r.push(at(0), g, vec![], None);
+    }
+    let order: Vec<(u64, bool)> = drain(&mut r).iter().map(|d| (d.gseq, d.in_order)).collect();
+    // 3 came before 2: out of order; 2 then closes the gap, 4 follows it.
+    assert_eq!(
+        order,
+        vec![(0, true), (1, true), (3, false), (2, true), (4, true)]
+    );
+    // 5 and 6 dropped by the sender: 7 is in order again.
+    r.skip(at(1), 5, 2);
+    r.push(at(1), 7, vec![], None);
+    let d = drain(&mut r);
+    assert_eq!((d[0].gseq, d[0].in_order), (7, true));
+    assert_eq!(r.counters.skipped, 2);
+    // A late 5 after its skip: delivered once, never again.
+    r.push(at(2), 5, vec![], None);
+    r.push(at(2), 5, vec![], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![5]);
+    assert_eq!(r.counters.duplicates, 1);
 }

@@ -37,7 +37,7 @@ impl Batcp {
     /// `cost_weight=WC` in 0..=1 (default 0.5); costs come from the paths.
     pub fn from_params(params: &mut Params, paths: &[PathInfo]) -> Result<Batcp, ParamError> {
         let cost_weight = params.f64("cost_weight")?.unwrap_or(0.5);
-        if cost_weight > 1.0 {
+        if !(0.0..=1.0).contains(&cost_weight) {
             return Err(ParamError::Value {
                 key: "cost_weight".into(),
                 value: cost_weight.to_string(),
@@ -114,6 +114,40 @@ impl Scheduler for Batcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cost_weight_is_a_share() {
+        let paths = [PathInfo {
+            name: "a".into(),
+            cost: 1.0,
+        }];
+        let build = |spec: &str| Batcp::from_params(&mut Params::parse(spec).unwrap(), &paths);
+        assert!(build("cost_weight=1").is_ok());
+        assert!(build("cost_weight=0").is_ok());
+        assert!(build("cost_weight=1.01").is_err());
+        assert!(build("cost_weight=-0.5").is_err());
+    }
+
+    #[test]
+    fn loads_follow_the_papers_equations() {
+        // wt = wc = 0.5; 10 and 2 Mbit/s; costs 1 and 4.
+        // (1) relation = 0.5 ln(1/10) + 0.5 ln 1 = -1.1513
+        //              = 0.5 ln(1/2)  + 0.5 ln 4 =  0.3466
+        // (2) min < 0: add 2 * 1.1513 -> 1.1513, 2.6492
+        // (3) index = 0.4346, 1
+        // (4) load = ceil(1 / 0.4346) = ceil(2.301) = 3, ceil(1) = 1
+        assert_eq!(Batcp::loads(0.5, &[10.0, 2.0], &[1.0, 4.0]), vec![3.0, 1.0]);
+        // Throughput only: ln(1/20) = -2.9957, ln(1/5) = -1.6094; shifted by
+        // 5.9915: 2.9957, 4.3820; index 0.6836, 1; loads ceil(1.4628) = 2, 1.
+        assert_eq!(Batcp::loads(0.0, &[20.0, 5.0], &[1.0, 1.0]), vec![2.0, 1.0]);
+        // Slow paths, no shift: ln(1/0.1) = 2.3026, ln(1/0.5) = 0.6931;
+        // index 1, 0.3010; loads 1, ceil(3.32) = 4.
+        assert_eq!(Batcp::loads(0.0, &[0.1, 0.5], &[1.0, 1.0]), vec![1.0, 4.0]);
+        // All relations positive (costs dominate): no shift. 1 Mbit/s at
+        // cost e^2 and e^4: relation 1 and 2, index 0.5 and 1, loads 2, 1.
+        let (c1, c2) = (2f64.exp(), 4f64.exp());
+        assert_eq!(Batcp::loads(0.5, &[1.0, 1.0], &[c1, c2]), vec![2.0, 1.0]);
+    }
 
     #[test]
     fn faster_and_cheaper_paths_get_more_segments() {

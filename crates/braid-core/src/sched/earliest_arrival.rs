@@ -103,3 +103,46 @@ impl Scheduler for EarliestArrival {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrival_is_wait_plus_queue_plus_delay() {
+        let now = Instant::from_nanos(1_000_000_000);
+        // 8 Mbit/s (1 MB/s), 20 ms min RTT: a BDP of 20,000 bytes, so of
+        // 30,000 in flight 10,000 are queued ahead.
+        let mut p = PathView {
+            index: 0,
+            cwnd_open: true,
+            can_send: false,
+            ready_at: now + Duration::from_millis(1),
+            cwnd_bytes: 25_000,
+            in_flight_bytes: 30_000,
+            srtt: Some(Duration::from_millis(30)),
+            min_rtt: Some(Duration::from_millis(20)),
+            owd_us: Some(15_000.0),
+            queueing: Duration::ZERO,
+            bandwidth_bps: Some(8e6),
+            kalman_bps: None,
+            cost: 1.0,
+            suspect: false,
+            stalled: false,
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // Pacing wait 1 ms + (10,000 + 1,000) bytes at 1 MB/s (11 ms) + one-way
+        // delay 5 ms above the base.
+        let t = arrival_secs(&p, now, 1_000, 10_000.0);
+        assert!(close(t, 0.017), "{t}");
+        // Window full: wait for 30,000 + 1,000 - 25,000 bytes to drain (6 ms).
+        p.cwnd_open = false;
+        let t = arrival_secs(&p, now, 1_000, 10_000.0);
+        assert!(close(t, 0.022), "{t}");
+        // No one-way delay yet: half the smoothed RTT (15 ms) stands in.
+        p.cwnd_open = true;
+        p.owd_us = None;
+        let t = arrival_secs(&p, now, 1_000, 10_000.0);
+        assert!(close(t, 0.027), "{t}");
+    }
+}

@@ -151,7 +151,8 @@ impl Scheduler for LossAdaptiveWrr {
                 }
             });
         if lost > 0 {
-            let sent = f64::from(received + lost);
+            // Both come from the wire: add them where they cannot overflow.
+            let sent = f64::from(received) + f64::from(lost);
             if self.w_mobile == 0.0 {
                 self.w_mobile += f64::from(lost); // IWI
             } else {

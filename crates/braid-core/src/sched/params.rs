@@ -99,3 +99,36 @@ impl Params {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(key: &str, value: &str) -> Params {
+        Params::parse(&format!("{key}={value}")).unwrap()
+    }
+
+    #[test]
+    fn values_are_checked_at_their_bounds() {
+        let dur = |v: &str| one("d", v).duration("d");
+        assert_eq!(dur("250ms").unwrap(), Some(Duration::from_millis(250)));
+        assert_eq!(dur("500us").unwrap(), Some(Duration::from_micros(500)));
+        assert_eq!(dur("2s").unwrap(), Some(Duration::from_secs(2)));
+        assert_eq!(dur("999999s").unwrap(), Some(Duration::from_secs(999_999)));
+        for bad in ["0ms", "-1ms", "1000000s", "infs", "NaNms", "5", "ms"] {
+            assert!(dur(bad).is_err(), "{bad}");
+        }
+        let num = |v: &str| one("x", v).f64("x");
+        assert_eq!(num("0").unwrap(), Some(0.0));
+        assert_eq!(num("2.5").unwrap(), Some(2.5));
+        for bad in ["-1", "inf", "NaN", "x"] {
+            assert!(num(bad).is_err(), "{bad}");
+        }
+        let list = |v: &str| one("w", v).list("w");
+        assert_eq!(list("1/0/2.5").unwrap(), Some(vec![1.0, 0.0, 2.5]));
+        for bad in ["1/-2", "1/inf", "1//2"] {
+            assert!(list(bad).is_err(), "{bad}");
+        }
+        assert_eq!(one("a", "1").f64("b").unwrap(), None);
+    }
+}

@@ -252,4 +252,92 @@ fn redundant_sends_on_every_path_with_window_room() {
         panic!("did not send")
     };
     assert_eq!(set.iter().collect::<Vec<_>>(), vec![0, 2]);
+    // No window room anywhere: wait, never "send" on no path.
+    for p in &mut paths {
+        p.cwnd_open = false;
+    }
+    assert_eq!(s.pick(&ctx(&paths, 0)), Decision::Wait);
+}
+
+#[test]
+fn lawrr_reacts_to_the_fixed_lines_loss_only_and_survives_wire_extremes() {
+    let paths = vec![view(0), view(1)];
+    let mut s = build("lawrr:delay=off", &infos(2)).unwrap();
+    let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+    let entry = |path, received, lost| LossEntry {
+        path,
+        received,
+        lost,
+    };
+    // Loss on the mobile path is no reason to move traffic to it.
+    s.on_loss_report(t(50), &[entry(0, 100, 0), entry(1, 100, 50)], &paths);
+    assert_eq!(shares(&mut *s, &paths, 1000), vec![1000, 0]);
+    // `received + lost` from the wire used to overflow u32 (a panic in
+    // debug builds). IWI: w_mobile = lost, clamped to w_mobile_max (45).
+    s.on_loss_report(t(100), &[entry(0, u32::MAX, u32::MAX)], &paths);
+    assert_eq!(shares(&mut *s, &paths, 950), vec![500, 450]);
+}
+
+#[test]
+fn batcp_splits_by_the_papers_loads_from_measured_rates() {
+    // Kalman rates 10 and 2 Mbit/s, costs 1 and 4, wc = 0.5: loads 3 and 1
+    // (worked in batcp's unit test), so 300 of 400 packets on the first.
+    let mut infos = infos(2);
+    infos[1].cost = 4.0;
+    let mut s = build("batcp:cost_weight=0.5", &infos).unwrap();
+    let mut paths = vec![view(0), view(1)];
+    paths[1].kalman_bps = Some(2e6);
+    assert_eq!(shares(&mut *s, &paths, 400), vec![300, 100]);
+}
+
+#[test]
+fn lawrr_delay_signal_worked_example() {
+    // k = 0.5, w_fixed = 50, delay = 5 ms; the fixed line's queue grows
+    // 6 -> 8 -> 11 ms over 50-ms reports: growth 2/50 and 3/50 of the
+    // interval, AWI adds 0.5 * 0.04 * 50 = 1 and 0.5 * 0.06 * 50 = 1.5, and
+    // above 2 * delay another k = 0.5.
+    let mut paths = vec![view(0), view(1)];
+    let mut s = build("lawrr:k=0.5,delay=5ms", &infos(2)).unwrap();
+    let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+    let lossless = [LossEntry {
+        path: 0,
+        received: 100,
+        lost: 0,
+    }];
+    let mut report = |at: u64, queue_ms: u64, s: &mut Box<dyn Scheduler>| {
+        paths[0].queueing = Duration::from_millis(queue_ms);
+        s.on_loss_report(t(at), &lossless, &paths);
+    };
+    report(50, 6, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 500), vec![500, 0]);
+    report(100, 8, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 510), vec![500, 10]);
+    report(150, 11, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 530), vec![500, 30]);
+    // Two reports at one instant: no growth rate (no division by zero),
+    // only the k for a queue above 2 * delay.
+    report(150, 12, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 535), vec![500, 35]);
+    // Exactly 2 * delay: held, no extra k. Exactly delay: not congestion,
+    // so DWD counts t_dwd (250 ms) from the last congested report (200 ms).
+    report(200, 10, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 535), vec![500, 35]);
+    report(250, 5, &mut s);
+    report(450, 0, &mut s);
+    assert_eq!(shares(&mut *s, &[view(0), view(1)], 525), vec![500, 25]);
+}
+
+#[test]
+fn lawrr_shares_the_mobile_weight_among_mobile_paths() {
+    let paths = vec![view(0), view(1), view(2)];
+    let mut s = build("lawrr:delay=off", &infos(3)).unwrap();
+    let t = Instant::from_nanos(50_000_000);
+    // IWI: w_mobile = 4, two mobile paths of weight 2 each.
+    let entries = [LossEntry {
+        path: 0,
+        received: 100,
+        lost: 4,
+    }];
+    s.on_loss_report(t, &entries, &paths);
+    assert_eq!(shares(&mut *s, &paths, 540), vec![500, 20, 20]);
 }
