@@ -10,9 +10,20 @@ fn braid(args: &[&str]) -> std::process::Output {
         .expect("run braid")
 }
 
+/// Runs braid, requires success, and returns its standard output as JSON.
+fn braid_json(args: &[&str]) -> serde_json::Value {
+    let out = braid(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
 #[test]
 fn bench_json_has_the_documented_fields() {
-    let out = braid(&[
+    let v = braid_json(&[
         "bench",
         "--path",
         "8mbit,5ms",
@@ -22,12 +33,6 @@ fn bench_json_has_the_documented_fields() {
         "2s",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     for key in [
         "capacity_bps",
         "ideal_goodput_bps",
@@ -210,9 +215,7 @@ fn nothing_delivered_shows_no_delay_not_zero() {
         "--duration",
         "1s",
     ];
-    let out = braid(&[&args[..], &["--json"]].concat());
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let v = braid_json(&[&args[..], &["--json"]].concat());
     assert_eq!(v["goodput_bps"], 0.0);
     assert!(
         v["latency_ms"].is_null() && v["reorder_delay_ms"].is_null(),
@@ -295,7 +298,7 @@ fn the_help_and_readme_trace_example_runs_from_the_repository_alone() {
 
 #[test]
 fn bench_clock_flags_take_signed_values_and_reject_bad_ones() {
-    let out = braid(&[
+    let v = braid_json(&[
         "bench",
         "--path",
         "8mbit,5ms",
@@ -309,12 +312,6 @@ fn bench_clock_flags_take_signed_values_and_reject_bad_ones() {
         "500ms+-1s",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["clock"]["offset_s"], -3.0);
     assert_eq!(v["clock"]["skew_ppm"], -100.0);
     assert_eq!(v["clock"]["step"]["at_s"], 0.5);
