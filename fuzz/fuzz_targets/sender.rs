@@ -22,6 +22,10 @@ fuzz_target!(|data: &[u8]| {
         .map(|i| PathInfo {
             name: format!("p{i}"),
             cost: f64::from(input.u8()) + 1.0,
+            weight_throughput: match input.u8() {
+                0..=127 => None,
+                w => Some(f64::from(w - 128) / 127.0),
+            },
         })
         .collect();
     let mut config = SenderConfig::new(infos);

@@ -8,10 +8,14 @@
 //! give the same outputs.
 
 pub mod cc;
+pub mod crypto;
+pub mod fq;
 pub mod path;
 pub mod receiver;
 pub mod reseq;
 pub mod sched;
 pub mod sender;
+pub mod session;
+pub mod stream;
 pub mod time;
 pub mod wire;

@@ -22,7 +22,7 @@
 //! ranges (one entry however wide), and the packets held, the ranges known
 //! lost and the ranges remembered as skipped are each capped.
 
-mod ranges;
+pub(crate) mod ranges;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 

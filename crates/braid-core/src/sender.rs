@@ -2,6 +2,16 @@
 //! scheduler that places each datagram on one or more paths, and per-path
 //! state fed by the receiver's feedback.
 //!
+//! The queue has two stages. Datagrams first wait in a flow queue
+//! ([`crate::fq`]: per-flow fair queueing with CoDel), which is where a
+//! bulk flow's standing queue builds and is kept short. From there they
+//! move, in the flow queue's order, into a short FIFO *scheduling window*,
+//! where they get their global numbers and where the scheduler may send a
+//! later datagram on a slow path ahead of earlier ones for a fast path. The
+//! window holds about what that needs (each path's rate times its lead in
+//! one-way delay over the slowest path, plus a little); a send-behind that
+//! reaches deeper pulls more in.
+//!
 //! Method families, as in quinn-proto: `send` and `handle_*` take input,
 //! `poll_*` give output, time is passed in.
 
@@ -9,8 +19,11 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::cc::CcKind;
+use crate::fq::{FlowQueue, FqConfig};
 use crate::path::PathSender;
-use crate::sched::{self, Decision, PathInfo, PathView, SchedContext, SchedError, Scheduler};
+use crate::sched::{
+    self, Decision, PathInfo, PathSet, PathView, SchedContext, SchedError, Scheduler,
+};
 use crate::time::Instant;
 use crate::wire::{
     self, DataHeader, Frame, Packet, SkipFrame, WireError, DATA_HEADER_LEN, IP_UDP_OVERHEAD,
@@ -28,6 +41,9 @@ pub struct SenderConfig {
     /// least the largest smoothed RTT.
     pub max_queue_delay: Option<Duration>,
     pub max_queue_bytes: usize,
+    /// The flow queue's buckets, quantum and CoDel target; its byte limit
+    /// is `max_queue_bytes`, its interval follows the paths' round trips.
+    pub fq: FqConfig,
 }
 
 impl SenderConfig {
@@ -38,6 +54,7 @@ impl SenderConfig {
             cc: CcKind::Bbr,
             max_queue_delay: None,
             max_queue_bytes: 8 << 20,
+            fq: FqConfig::default(),
         }
     }
 }
@@ -61,8 +78,12 @@ pub struct Transmit {
 pub struct SenderCounters {
     pub accepted: u64,
     pub rejected_queue_full: u64,
-    /// Dropped from the queue head for waiting too long.
+    /// Dropped for waiting longer than the queue delay limit.
     pub dropped_stale: u64,
+    /// Dropped by the flow queue's CoDel (a standing queue).
+    pub dropped_codel: u64,
+    /// Dropped from the longest flow because the queue was full.
+    pub dropped_overflow: u64,
     /// Dropped by the scheduler (no path could take it).
     pub dropped_by_scheduler: u64,
     pub sent_datagrams: u64,
@@ -100,13 +121,31 @@ const SKIP_NOTICE_INTERVAL: Duration = Duration::from_millis(5);
 /// Skip frames per notice: 2 + 64 * 13 bytes, well under the MTU.
 const MAX_SKIP_FRAMES: usize = 64;
 
+/// Time of transmission the scheduling window holds beyond what the
+/// paths' one-way delay leads require.
+const WINDOW_SLACK: Duration = Duration::from_millis(5);
+
+/// Scheduling window before any path has a rate estimate.
+const INITIAL_WINDOW_BYTES: u64 = 64 * 1024;
+
+/// CoDel's interval is at least this (RFC 8289's default)...
+const MIN_CODEL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// ...and its target this share of the interval.
+const CODEL_TARGET_SHARE: f64 = 0.25;
+
 #[derive(Debug)]
 pub struct Sender {
     paths: Vec<PathSender>,
     scheduler: Box<dyn Scheduler>,
     config: SenderConfig,
+    /// First stage: per-flow queues, no global numbers yet.
+    flows: FlowQueue,
+    /// Second stage, the scheduling window: numbered, in order.
     queue: VecDeque<Queued>,
     queue_bytes: usize,
+    /// Wire bytes the window may hold.
+    window_budget: u64,
     next_gseq: u64,
     /// Global number last sent on each path.
     last_gseq_on: Vec<Option<u64>>,
@@ -125,6 +164,9 @@ pub struct Sender {
     last_now: Instant,
     out: VecDeque<Transmit>,
     views: Vec<PathView>,
+    /// Paths the scheduler may use (a session takes down paths and idle
+    /// backups out).
+    usable: PathSet,
     pub counters: SenderCounters,
 }
 
@@ -138,13 +180,20 @@ impl Sender {
             .map(|(i, p)| PathSender::new(i as u8, p.cost, config.cc.build()))
             .collect();
         let last_gseq_on = vec![None; config.paths.len()];
+        let config_paths = config.paths.len();
         let queue_delay_limit = config.max_queue_delay.unwrap_or(Duration::from_millis(50));
+        let flows = FlowQueue::new(FqConfig {
+            max_bytes: config.max_queue_bytes,
+            ..config.fq
+        });
         Ok(Sender {
             paths,
             scheduler,
             config,
+            flows,
             queue: VecDeque::new(),
             queue_bytes: 0,
+            window_budget: INITIAL_WINDOW_BYTES,
             next_gseq: 0,
             last_gseq_on,
             pending_skips: Vec::new(),
@@ -156,6 +205,7 @@ impl Sender {
             last_now: Instant::ZERO,
             out: VecDeque::new(),
             views: Vec::new(),
+            usable: PathSet::all(config_paths),
             counters: SenderCounters::default(),
         })
     }
@@ -168,42 +218,99 @@ impl Sender {
         &self.paths[index]
     }
 
+    /// Payload bytes waiting, in both stages.
     pub fn queued_bytes(&self) -> usize {
-        self.queue_bytes
+        self.queue_bytes + self.flows.bytes()
     }
 
-    /// Whether the queue can take a datagram of `len` bytes now.
-    pub fn has_room(&self, len: usize) -> bool {
-        self.queue_bytes + len <= self.config.max_queue_bytes
+    /// Restricts scheduling to `usable` paths (all paths by default). A
+    /// path left out looks closed and stalled to the scheduler, and a
+    /// decision naming it goes to the usable path with the smallest RTT
+    /// that can send now, or waits.
+    pub fn set_usable_paths(&mut self, now: Instant, usable: PathSet) {
+        self.usable = usable;
+        self.last_now = now;
+        self.drain(now);
     }
 
-    /// Offers an application datagram.
+    pub fn usable_paths(&self) -> PathSet {
+        self.usable
+    }
+
+    /// Offers an application datagram of flow 0 (see [`Sender::send_flow`]).
     pub fn send(&mut self, now: Instant, payload: Vec<u8>) -> Result<(), SendError> {
+        self.send_flow(now, 0, payload)
+    }
+
+    /// Offers an application datagram of flow `flow`, an id the caller
+    /// chooses (a hash of the inner 5-tuple, say): flows share the queue
+    /// fairly, and one flow's standing queue does not delay another's.
+    /// Datagrams of one flow keep their order. When the queue is full the
+    /// longest flow loses its oldest datagram; only a datagram that is
+    /// itself as large as the whole queue is refused.
+    pub fn send_flow(
+        &mut self,
+        now: Instant,
+        flow: u64,
+        payload: Vec<u8>,
+    ) -> Result<(), SendError> {
         if payload.len() > MAX_DATAGRAM {
             return Err(SendError::TooLarge(payload.len()));
         }
         self.last_now = now;
         self.drop_stale(now);
-        if !self.has_room(payload.len()) {
+        if payload.len() > self.config.max_queue_bytes {
             self.counters.rejected_queue_full += 1;
             return Err(SendError::QueueFull);
         }
         self.counters.accepted += 1;
-        self.queue_bytes += payload.len();
-        self.queue.push_back(Queued {
-            gseq: self.next_gseq,
-            payload,
-            enqueued: now,
-        });
-        self.next_gseq += 1;
+        self.counters.dropped_overflow += self.flows.enqueue(now, flow, payload);
         self.drain(now);
         Ok(())
     }
 
-    fn compute_queue_delay_limit(&self) -> Duration {
-        if let Some(d) = self.config.max_queue_delay {
-            return d;
+    /// Moves datagrams from the flow queue into the scheduling window, in
+    /// the flow queue's order, while the window is under its budget.
+    /// Datagrams that waited past the delay limit are dropped on the way:
+    /// they have no number yet, so the receiver need not hear of them.
+    fn refill_window(&mut self, now: Instant) {
+        self.refill_window_to(now, self.window_budget);
+    }
+
+    /// Moves datagrams into the window until it holds `bytes` wire bytes.
+    fn refill_window_to(&mut self, now: Instant, bytes: u64) {
+        while self.window_bytes() < bytes {
+            let before = self.flows.counters.codel_drops;
+            let Some(d) = self.flows.dequeue(now) else {
+                break;
+            };
+            self.counters.dropped_codel += self.flows.counters.codel_drops - before;
+            if now - d.enqueued >= self.queue_delay_limit {
+                self.counters.dropped_stale += 1;
+                continue;
+            }
+            self.queue_bytes += d.payload.len();
+            self.queue.push_back(Queued {
+                gseq: self.next_gseq,
+                payload: d.payload,
+                enqueued: d.enqueued,
+            });
+            self.next_gseq += 1;
         }
+    }
+
+    /// Wire bytes waiting in the flow queue.
+    fn flow_queue_wire_bytes(&self) -> u64 {
+        wire_bytes(0) * self.flows.len() as u64 + self.flows.bytes() as u64
+    }
+
+    /// Wire bytes in the scheduling window.
+    fn window_bytes(&self) -> u64 {
+        wire_bytes(0) * self.queue.len() as u64 + self.queue_bytes as u64
+    }
+
+    /// The spread of the paths' smoothed one-way delays, in seconds.
+    fn owd_spread_secs(&self) -> f64 {
         let owds = self
             .paths
             .iter()
@@ -212,7 +319,55 @@ impl Sender {
         let (lo, hi) = owds.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), o| {
             (lo.min(o), hi.max(o))
         });
-        let spread = if hi >= lo { (hi - lo) / 1e6 } else { 0.0 };
+        if hi >= lo {
+            ((hi - lo) / 1e6).min(1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// What the scheduling window must hold so that a slow path can carry
+    /// datagrams that the faster paths will not have delivered before it
+    /// does: what each path delivers while the slowest one's packet is on
+    /// its way (its rate times its lead in one-way delay), plus slack, and
+    /// at least a few packets per path. A datagram entering the window
+    /// waits behind about that much, so it is kept to what is needed.
+    fn compute_window_budget(&self) -> u64 {
+        let estimated: Vec<(f64, f64)> = self
+            .paths
+            .iter()
+            .filter(|p| p.owd.has_samples())
+            .filter_map(|p| Some((p.bandwidth_bps()?, p.owd.smoothed_us())))
+            .collect();
+        if estimated.is_empty() {
+            return INITIAL_WINDOW_BYTES;
+        }
+        let slowest = estimated.iter().map(|e| e.1).fold(f64::MIN, f64::max);
+        let slack = WINDOW_SLACK.as_secs_f64();
+        let bytes: f64 = estimated
+            .iter()
+            .map(|&(bps, owd_us)| bps / 8.0 * (((slowest - owd_us) / 1e6).min(1.0) + slack))
+            .sum();
+        let floor = 4 * wire_bytes(MAX_DATAGRAM) * self.paths.len() as u64;
+        (bytes as u64).max(floor)
+    }
+
+    /// CoDel's interval: a round trip of the slowest path, at least 100 ms.
+    fn codel_interval(&self) -> Duration {
+        let max_srtt = self
+            .paths
+            .iter()
+            .filter_map(|p| p.rtt.srtt())
+            .max()
+            .unwrap_or(Duration::ZERO);
+        max_srtt.clamp(MIN_CODEL_INTERVAL, Duration::from_secs(1))
+    }
+
+    fn compute_queue_delay_limit(&self) -> Duration {
+        if let Some(d) = self.config.max_queue_delay {
+            return d;
+        }
+        let spread = self.owd_spread_secs();
         // At least one round trip of the slowest path, as a bottleneck buffer
         // holds one bandwidth-delay product: rate probing moves in RTT steps.
         let max_srtt = self
@@ -221,7 +376,7 @@ impl Sender {
             .filter_map(|p| p.rtt.srtt())
             .max()
             .unwrap_or(Duration::ZERO);
-        (Duration::from_millis(50) + Duration::from_secs_f64(spread.min(1.0)))
+        (Duration::from_millis(50) + Duration::from_secs_f64(spread))
             .max(max_srtt.min(Duration::from_secs(1)))
     }
 
@@ -274,7 +429,9 @@ impl Sender {
         let path = self
             .paths
             .iter()
-            .filter(|p| !p.is_suspect() && p.owd.has_samples())
+            .filter(|p| {
+                self.usable.contains(usize::from(p.id)) && !p.is_suspect() && p.owd.has_samples()
+            })
             .min_by(|a, b| a.owd.smoothed_us().total_cmp(&b.owd.smoothed_us()))
             .or(self.paths.first())
             .map_or(0, |p| p.id);
@@ -311,10 +468,11 @@ impl Sender {
 
     fn view_of(&self, i: usize, now: Instant, bytes: u64) -> PathView {
         let p = &self.paths[i];
+        let usable = self.usable.contains(i);
         PathView {
             index: i,
-            cwnd_open: p.cwnd_open(bytes),
-            can_send: p.can_send(now, bytes),
+            cwnd_open: usable && p.cwnd_open(bytes),
+            can_send: usable && p.can_send(now, bytes),
             ready_at: p.pacing_ready_at().max(now),
             cwnd_bytes: p.cc().cwnd_bytes(),
             in_flight_bytes: p.bytes_in_flight(),
@@ -325,8 +483,38 @@ impl Sender {
             bandwidth_bps: p.bandwidth_bps(),
             kalman_bps: p.kalman.estimate_bps(),
             cost: p.cost,
-            suspect: p.is_suspect(),
-            stalled: p.is_stalled(now, bytes),
+            suspect: !usable || p.is_suspect(),
+            stalled: !usable || p.is_stalled(now, bytes),
+        }
+    }
+
+    /// The usable path that can send now with the smallest RTT: where a
+    /// decision naming an unusable path goes instead.
+    fn fallback_path(&self) -> Option<usize> {
+        self.views
+            .iter()
+            .filter(|v| v.can_send)
+            .min_by_key(|v| v.srtt.unwrap_or(Duration::MAX))
+            .map(|v| v.index)
+    }
+
+    /// The decision restricted to usable paths.
+    fn restrict(&self, decision: Decision) -> Decision {
+        let fallback = || {
+            self.fallback_path()
+                .map_or(Decision::Wait, |i| Decision::Send(PathSet::one(i)))
+        };
+        match decision {
+            Decision::Send(set) => {
+                let kept = PathSet(set.0 & self.usable.0);
+                if kept.is_empty() {
+                    fallback()
+                } else {
+                    Decision::Send(kept)
+                }
+            }
+            Decision::SendBehind { path, .. } if !self.usable.contains(path) => fallback(),
+            d => d,
         }
     }
 
@@ -348,19 +536,24 @@ impl Sender {
         // Views are rebuilt when the packet size changes; within one drain
         // only the paths that sent change, and only those are re-read.
         let mut views_for = None;
-        while let Some(head) = self.queue.front() {
+        loop {
+            self.refill_window(now);
+            let Some(head) = self.queue.front() else {
+                break;
+            };
             let head_bytes = wire_bytes(head.payload.len());
             if views_for != Some(head_bytes) {
                 self.refresh_views(now, head_bytes);
                 views_for = Some(head_bytes);
             }
-            let decision = self.scheduler.pick(&SchedContext {
+            let picked = self.scheduler.pick(&SchedContext {
                 now,
                 paths: &self.views,
                 packet_bytes: head_bytes,
-                backlog_bytes: wire_bytes(0) * self.queue.len() as u64 + self.queue_bytes as u64,
+                backlog_bytes: self.window_bytes() + self.flow_queue_wire_bytes(),
                 queue_delay_limit: self.queue_delay_limit,
             });
+            let decision = self.restrict(picked);
             match decision {
                 Decision::Wait => break,
                 Decision::Drop => {
@@ -376,8 +569,15 @@ impl Sender {
                         self.transmit(now, i, &q);
                         self.refresh_view(i, now, head_bytes);
                     }
+                    self.probe_down_paths(now, set, &q);
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
+                    // The scheduler may reach deeper than the window: the
+                    // flow queue's next datagrams come in for it.
+                    let deep_enough = ahead_bytes + wire_bytes(MAX_DATAGRAM);
+                    if self.window_bytes() <= deep_enough {
+                        self.refill_window_to(now, deep_enough + 1);
+                    }
                     let Some(index) = self.index_behind(ahead_bytes, path) else {
                         break;
                     };
@@ -391,6 +591,20 @@ impl Sender {
         self.flush_skips(now);
     }
 
+    /// A copy of `q` to each down path due a probe (see `path::Liveness`),
+    /// window or not: the copy costs nothing if lost, and its
+    /// acknowledgement is how a path that came back is found.
+    fn probe_down_paths(&mut self, now: Instant, sent_on: PathSet, q: &Queued) {
+        for i in 0..self.paths.len() {
+            let rises = self.last_gseq_on[i].is_none_or(|last| q.gseq > last);
+            if self.paths[i].probe_due(now) && rises && !sent_on.contains(i) {
+                self.transmit(now, i, q);
+                self.paths[i].on_probe_sent(now);
+                self.refresh_view(i, now, wire_bytes(q.payload.len()));
+            }
+        }
+    }
+
     fn take(&mut self, index: usize) -> Queued {
         let q = self.queue.remove(index).expect("index in queue");
         self.queue_bytes -= q.payload.len();
@@ -399,7 +613,7 @@ impl Sender {
     }
 
     fn transmit(&mut self, now: Instant, index: usize, q: &Queued) {
-        let app_limited = self.queue.is_empty();
+        let app_limited = self.queue.is_empty() && self.flows.is_empty();
         self.last_gseq_on[index] = Some(q.gseq);
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
@@ -457,6 +671,9 @@ impl Sender {
             }
         }
         self.queue_delay_limit = self.compute_queue_delay_limit();
+        self.window_budget = self.compute_window_budget();
+        self.flows
+            .set_interval(self.codel_interval(), CODEL_TARGET_SHARE);
         self.drain(now);
         Ok(())
     }
@@ -527,6 +744,7 @@ mod tests {
         let mut config = SenderConfig::new(vec![PathInfo {
             name: "a".into(),
             cost: 1.0,
+            weight_throughput: None,
         }]);
         config.max_queue_delay = Some(ms(10));
         let mut s = Sender::new(config).unwrap();
@@ -537,14 +755,19 @@ mod tests {
         let (sent, skips) = transmits(&mut s);
         assert!(skips.is_empty());
         assert!(sent < 200, "the window must hold some back");
-        // At 10 ms the rest go stale: one range, in one notice, at once.
+        // At 10 ms the rest go stale. Those already numbered (in the
+        // scheduling window) go out as one range, in one notice, at once;
+        // those still in the flow queue had no number to skip.
+        let numbered = s.next_gseq;
+        assert!(numbered > sent as u64 && numbered < 200);
         s.handle_timeout(t0 + ms(10));
         let range = SkipFrame {
             from: sent as u64,
-            count: 200 - sent as u32,
+            count: (numbered - sent as u64) as u32,
         };
         assert_eq!(transmits(&mut s), (0, vec![range]));
-        assert_eq!(s.counters.dropped_stale, u64::from(range.count));
+        assert_eq!(s.next_gseq, numbered);
+        assert_eq!(s.counters.dropped_stale, 200 - sent as u64);
         // The repeat follows one interval later, then nothing more.
         assert_eq!(s.poll_timeout(), Some(t0 + ms(15)));
         s.handle_timeout(t0 + ms(15));

@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 BRAID=${BRAID:-$repo/target/release/braid}
-TRACES=${TRACES:-$repo/../shared/traces}
+TRACES=${TRACES:-$repo/traces}
 DUR=${DUR:-20}
 SECTIONS=${SECTIONS:-rate trace delay loss capacity mptcp}
 LAB=bench

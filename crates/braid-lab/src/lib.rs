@@ -64,6 +64,7 @@ pub mod link;
 mod lock;
 mod netns;
 mod packet_socket;
+pub mod root_guard;
 mod rtnl;
 pub mod state;
 mod status_text;

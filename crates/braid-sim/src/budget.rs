@@ -47,20 +47,26 @@ pub fn check(s: &Scenario) -> Result<(), BudgetError> {
     Ok(())
 }
 
-/// Datagrams the source offers (at its peak rate), plus at most one arrival
+/// Datagrams the sources offer (at their peak rates), plus at most one arrival
 /// and one acknowledgement per packet each path can carry, over the run.
 pub fn estimated_events(s: &Scenario) -> f64 {
     let wire_bits = s.wire_bytes() as f64 * 8.0;
     let payload_bits = s.payload_bytes.max(1) as f64 * 8.0;
     let ideal = s.ideal_goodput_bps();
-    let offered_bps = match s.traffic {
-        TrafficSpec::Cbr { bps } => bps,
-        TrafficSpec::CbrFraction { fraction } => fraction * ideal,
-        TrafficSpec::Elastic => 2.0 * ideal,
-        TrafficSpec::Ramp {
-            from_bps, to_bps, ..
-        } => from_bps.max(to_bps),
-    };
+    let offered_bps: f64 = std::iter::once(&s.traffic)
+        .chain(&s.more_traffic)
+        .map(|t| match *t {
+            TrafficSpec::Cbr { bps } => bps,
+            TrafficSpec::CbrFraction { fraction } => fraction * ideal,
+            // Segments at most at the paths' rate, and an ACK for each.
+            TrafficSpec::Tcp { .. } => 2.0 * ideal,
+            // Reliable mode's writes are events only when the stream takes them.
+            TrafficSpec::Bulk { .. } => ideal,
+            TrafficSpec::Ramp {
+                from_bps, to_bps, ..
+            } => from_bps.max(to_bps),
+        })
+        .sum();
     let carried_bps: f64 = s
         .paths
         .iter()

@@ -4,10 +4,15 @@
 
 pub mod budget;
 pub mod clock;
+pub mod flows;
 pub mod link;
 pub mod metrics;
+mod reliable;
+pub mod reuse;
 pub mod series;
+pub mod session_run;
 pub mod sim;
 pub mod spec;
+pub mod tcp;
 pub mod trace;
 pub mod traffic;

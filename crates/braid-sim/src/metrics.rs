@@ -4,15 +4,18 @@
 
 use std::time::Duration;
 
-use braid_core::path::PathCounters;
+use braid_core::path::{PathCounters, PathSender};
 use braid_core::reseq::{Delivery, ReseqCounters};
 use braid_core::sender::Sender;
+use braid_core::stream::StreamCounters;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::clock::ClockSpec;
 use crate::link::{Link, LinkCounters};
+use crate::reuse::{ReuseSummary, ReuseTracker};
 use crate::series::Binned;
+use crate::session_run::SessionReport;
 use crate::sim::Scenario;
 
 /// Significant decimal digits the latency and reorder-delay histograms keep:
@@ -31,20 +34,20 @@ pub struct Percentiles {
 /// whose size grows with the logarithm of the largest delay, not with the
 /// number of packets.
 #[derive(Debug)]
-struct Distribution {
+pub(crate) struct Distribution {
     histogram: Histogram<u64>,
     max_us: u64,
 }
 
 impl Distribution {
-    fn new() -> Distribution {
+    pub(crate) fn new() -> Distribution {
         Distribution {
             histogram: Histogram::new(SIGNIFICANT_DIGITS).expect("4 digits are in range"),
             max_us: 0,
         }
     }
 
-    fn record(&mut self, d: Duration) {
+    pub(crate) fn record(&mut self, d: Duration) {
         let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         // The histogram widens itself to the value (a few more buckets per
         // doubling); only a value past what it can ever hold is clamped.
@@ -55,7 +58,7 @@ impl Distribution {
     }
 
     /// `None` when nothing was recorded: no delivery, no delay to report.
-    fn percentiles(&self) -> Option<Percentiles> {
+    pub(crate) fn percentiles(&self) -> Option<Percentiles> {
         if self.histogram.is_empty() {
             return None;
         }
@@ -107,6 +110,9 @@ pub struct PathReport {
     /// The sender's loss estimates (from acknowledgements): recent and overall.
     pub sender_loss_recent: f64,
     pub sender_loss_total: f64,
+    /// From each blackout's end to the first datagram the scheduler put on
+    /// the path again (ms); `None` (null) without blackouts.
+    pub time_to_reuse_ms: Option<ReuseSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -132,16 +138,72 @@ pub struct Report {
     /// nothing was delivered.
     pub latency_ms: Option<Percentiles>,
     pub stall_max_ms: f64,
-    /// Datagrams the sender dropped: its queue was full or they waited too long.
+    /// Datagrams the sender dropped: its queue was full, they waited too
+    /// long, or the flow queue's CoDel dropped them.
     pub sender_queue_drops: u64,
     /// Datagrams the scheduler dropped (no path could take them).
     pub scheduler_drops: u64,
+    /// Times a path went down (silent for about a round trip), all paths.
+    pub path_down_events: u64,
+    /// Probe copies sent to down paths, and their share of the bytes sent.
+    pub probe_packets: u64,
+    pub probe_overhead: f64,
     /// The resequencer's own account: holes given up on, timer expiries,
     /// packets that arrived after their number was skipped.
     pub reseq: ReseqCounters,
     pub paths: Vec<PathReport>,
+    /// What the tunnel session did, for runs through it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionReport>,
+    /// Per traffic source: goodput, one-way delay, and TCP's figures.
+    pub flows: Vec<crate::flows::FlowReport>,
     /// Per time bin: start (s), per-path throughput (bit/s), in-order goodput (bit/s).
     pub series: Series,
+    /// Reliable mode's own figures (absent in datagram mode).
+    #[serde(flatten)]
+    pub reliable: Option<ReliableReport>,
+}
+
+/// What `--mode reliable` adds to the report.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ReliableReport {
+    /// Bytes the bulk transfer was to carry (`None`: as many as the run allows).
+    pub transfer_bytes: Option<u64>,
+    /// Bytes the receiving application read, in order and verified.
+    pub read_bytes: u64,
+    /// When the receiver had read every byte; `None` if the transfer did not complete.
+    pub completion_s: Option<f64>,
+    /// Payload bytes sent more than once (loss, timeout, stall).
+    pub retransmitted_bytes: u64,
+    /// Payload bytes that arrived more than once.
+    pub redundant_bytes: u64,
+    /// The connection's error, if it failed.
+    pub error: Option<String>,
+    /// Sender's stream counters.
+    pub stream: StreamCounters,
+}
+
+/// The sending side, as a report needs it.
+#[derive(Debug)]
+pub struct SenderView<'a> {
+    pub scheduler: &'a str,
+    pub paths: Vec<&'a PathSender>,
+    pub queue_drops: u64,
+    pub scheduler_drops: u64,
+}
+
+impl<'a> SenderView<'a> {
+    pub fn of(sender: &'a Sender, paths: usize) -> SenderView<'a> {
+        SenderView {
+            scheduler: sender.scheduler_name(),
+            paths: (0..paths).map(|i| sender.path(i)).collect(),
+            queue_drops: sender.counters.dropped_stale
+                + sender.counters.rejected_queue_full
+                + sender.counters.dropped_codel
+                + sender.counters.dropped_overflow,
+            scheduler_drops: sender.counters.dropped_by_scheduler,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
@@ -166,6 +228,7 @@ pub struct Metrics {
     last_in_order: Option<Duration>,
     stall_max: Duration,
     path_bytes: Vec<u64>,
+    reuse: Vec<ReuseTracker>,
     /// One lane per path, then in-order goodput.
     series: Binned,
 }
@@ -186,6 +249,11 @@ impl Metrics {
             last_in_order: None,
             stall_max: Duration::ZERO,
             path_bytes: vec![0; s.paths.len()],
+            reuse: s
+                .paths
+                .iter()
+                .map(|p| ReuseTracker::new(&p.blackouts, s.duration))
+                .collect(),
             series: Binned::new(s.series_bin, s.paths.len() + 1),
         }
     }
@@ -216,6 +284,16 @@ impl Metrics {
         }
     }
 
+    /// Follows each path's data count for [`ReuseTracker`].
+    pub fn on_sender_state(&mut self, now: Duration, sender: &Sender) {
+        for (i, r) in self.reuse.iter_mut().enumerate() {
+            if r.is_waiting() {
+                let c = &sender.path(i).counters;
+                r.observe(now, c.sent_packets - c.probe_packets);
+            }
+        }
+    }
+
     /// Counts a delivery. The resequencer delivers each datagram at most
     /// once in either mode (its property tests check it).
     pub fn on_delivered(&mut self, d: &Delivery, now: Duration) {
@@ -242,10 +320,23 @@ impl Metrics {
         }
     }
 
+    /// Counts `bytes` the application read in order from a reliable stream.
+    pub fn on_stream_read(&mut self, bytes: u64, now: Duration) {
+        // Stalls count from the start of the transfer.
+        let last = *self.last_in_order.get_or_insert(Duration::ZERO);
+        self.stall_max = self.stall_max.max(now.saturating_sub(last));
+        self.last_in_order = Some(now);
+        if self.in_run(now) {
+            self.goodput_bytes += bytes;
+            self.in_order_bytes += bytes;
+            self.series.add(self.path_bytes.len(), now, bytes);
+        }
+    }
+
     pub fn finish(
         mut self,
         s: &Scenario,
-        sender: &Sender,
+        sender: &SenderView<'_>,
         reseq: &ReseqCounters,
         links: &[(Link, Link)],
     ) -> Report {
@@ -263,15 +354,17 @@ impl Metrics {
             .sum();
         let ideal = s.ideal_goodput_bps();
         let total_path_bytes: u64 = self.path_bytes.iter().sum();
+        let reuse = std::mem::take(&mut self.reuse);
         let paths = s
             .paths
             .iter()
+            .zip(reuse)
             .enumerate()
-            .map(|(i, p)| {
+            .map(|(i, (p, reuse))| {
                 let cap = p.up_capacity_bps(Duration::ZERO, s.duration);
                 let up = &links[i].0.counters;
                 let throughput = self.path_bytes[i] as f64 * 8.0 / secs;
-                let sp = sender.path(i);
+                let sp = sender.paths[i];
                 PathReport {
                     name: p.name_or_default(i),
                     capacity_bps: cap,
@@ -294,16 +387,20 @@ impl Metrics {
                     sender: sp.counters.clone(),
                     sender_loss_recent: sp.loss.recent(),
                     sender_loss_total: sp.loss.total(),
+                    time_to_reuse_ms: reuse.finish(s.duration),
                 }
             })
             .collect();
+        let path_counters = sender.paths.iter().map(|p| &p.counters);
+        let probe_packets: u64 = path_counters.clone().map(|c| c.probe_packets).sum();
+        let sent_packets: u64 = path_counters.clone().map(|c| c.sent_packets).sum();
         let (bin, mut lanes) = self.series.finish(s.duration);
         let bin_secs = bin.as_secs_f64();
         let to_bps = |v: Vec<u64>| v.into_iter().map(|b| b as f64 * 8.0 / bin_secs).collect();
         let in_order_bins = lanes.pop().unwrap_or_default();
         Report {
-            scheduler: sender.scheduler_name().to_owned(),
-            cc: s.cc.name().to_owned(),
+            scheduler: sender.scheduler.to_owned(),
+            cc: s.cc_names(),
             seed: s.seed,
             duration_s: secs,
             payload_bytes: s.payload_bytes,
@@ -326,15 +423,25 @@ impl Metrics {
             reorder_delay_ms: self.held.percentiles(),
             latency_ms: self.latency.percentiles(),
             stall_max_ms: self.stall_max.as_secs_f64() * 1e3,
-            sender_queue_drops: sender.counters.dropped_stale + sender.counters.rejected_queue_full,
-            scheduler_drops: sender.counters.dropped_by_scheduler,
+            sender_queue_drops: sender.queue_drops,
+            scheduler_drops: sender.scheduler_drops,
+            path_down_events: path_counters.map(|c| c.down_events).sum(),
+            probe_packets,
+            probe_overhead: if sent_packets > 0 {
+                probe_packets as f64 / sent_packets as f64
+            } else {
+                0.0
+            },
             reseq: reseq.clone(),
             paths,
+            session: None,
+            flows: Vec::new(),
             series: Series {
                 bin_s: bin_secs,
                 path_bps: lanes.into_iter().map(to_bps).collect(),
                 in_order_goodput_bps: to_bps(in_order_bins),
             },
+            reliable: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! A scenario run: a braid sender on the client and a braid receiver on the
 //! server, joined by one simulated [`Link`] per path and direction, driven by
-//! a traffic source, on virtual time. Events are packet arrivals; endpoint
+//! traffic sources ([`crate::flows`]), on virtual time. Events are packet arrivals; endpoint
 //! timers are polled each step. All randomness comes from one seed.
 
 use std::cmp::Reverse;
@@ -11,30 +11,44 @@ use braid_core::cc::CcKind;
 use braid_core::receiver::{Receiver, ReceiverConfig};
 use braid_core::reseq::ReseqMode;
 use braid_core::sched::{self, PathInfo, SchedError};
-use braid_core::sender::{Sender, SenderConfig, Transmit};
+use braid_core::sender::{Sender, SenderConfig};
 use braid_core::wire::IP_UDP_OVERHEAD;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::clock::ClockSpec;
+use crate::flows::{AckInFlight, Flows, Outgoing, TAG_BYTES};
 use crate::link::{Link, Offer};
-use crate::metrics::{Metrics, Report};
+use crate::metrics::{Metrics, Report, SenderView};
+use crate::session_run::SessionSpec;
 use crate::spec::PathSpec;
-use crate::traffic::{Source, TrafficSpec};
-
-/// Elastic traffic keeps at most this much waiting in the sender's queue.
-const ELASTIC_QUEUE_BYTES: usize = 256 * 1024;
+use crate::tcp::TCP_IP_HEADERS;
+use crate::traffic::TrafficSpec;
+use braid_core::session::SESSION_OVERHEAD;
 
 /// After the traffic stops, the run continues this long so packets in
 /// flight can arrive (they count toward loss, not toward goodput).
-const DRAIN: Duration = Duration::from_secs(3);
+pub(crate) const DRAIN: Duration = Duration::from_secs(3);
+
+/// What the client sends: datagrams through the bonding tunnel, or a
+/// reliable stream ([`braid_core::stream`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Datagram,
+    Reliable,
+}
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
     pub paths: Vec<PathSpec>,
+    pub mode: Mode,
     pub scheduler: String,
     pub cc: CcKind,
+    /// Congestion control per path, overriding `cc` (reliable mode; empty: `cc` everywhere).
+    pub path_cc: Vec<CcKind>,
     pub traffic: TrafficSpec,
+    /// Further sources running at the same time, each its own flow.
+    pub more_traffic: Vec<TrafficSpec>,
     pub duration: Duration,
     pub seed: u64,
     pub payload_bytes: usize,
@@ -43,27 +57,59 @@ pub struct Scenario {
     pub series_bin: Duration,
     /// The receiver's clock relative to the sender's.
     pub clock: ClockSpec,
+    /// Run through the encrypted tunnel session (handshake, probes,
+    /// path state) instead of a bare sender and receiver.
+    pub session: Option<SessionSpec>,
 }
 
 impl Scenario {
     pub fn new(paths: Vec<PathSpec>) -> Scenario {
         Scenario {
             paths,
+            mode: Mode::Datagram,
             scheduler: sched::DEFAULT.to_owned(),
             cc: CcKind::Bbr,
+            path_cc: Vec::new(),
             traffic: TrafficSpec::CbrFraction { fraction: 1.1 },
+            more_traffic: Vec::new(),
             duration: Duration::from_secs(30),
             seed: 1,
             payload_bytes: 1400,
             reseq_mode: ReseqMode::Ordered,
             series_bin: Duration::from_millis(100),
             clock: ClockSpec::default(),
+            session: None,
         }
     }
 
-    /// Bytes on the path per datagram of payload.
+    /// Bytes on the path per datagram (or segment) of payload.
     pub fn wire_bytes(&self) -> usize {
-        braid_core::wire::ip_packet_len(self.payload_bytes)
+        match (self.mode, &self.session) {
+            (Mode::Reliable, _) => {
+                self.payload_bytes
+                    + braid_core::stream::frame::DATA_PACKET_OVERHEAD
+                    + IP_UDP_OVERHEAD
+            }
+            (Mode::Datagram, Some(_)) => self.payload_bytes + SESSION_OVERHEAD + IP_UDP_OVERHEAD,
+            (Mode::Datagram, None) => braid_core::wire::ip_packet_len(self.payload_bytes),
+        }
+    }
+
+    /// Congestion controller of path `i`.
+    pub fn cc_of(&self, i: usize) -> CcKind {
+        self.path_cc.get(i).copied().unwrap_or(self.cc)
+    }
+
+    /// The controllers' names, one per path when they differ.
+    pub fn cc_names(&self) -> String {
+        let names: Vec<&str> = (0..self.paths.len())
+            .map(|i| self.cc_of(i).name())
+            .collect();
+        if names.windows(2).all(|w| w[0] == w[1]) {
+            self.cc.name().to_owned()
+        } else {
+            names.join(",")
+        }
     }
 
     /// The most application traffic the paths could carry in the run.
@@ -85,34 +131,47 @@ pub enum SimError {
     Params(#[from] braid_core::sched::ParamError),
     #[error(
         "payload of {0} bytes: must be {min} to {max} bytes (a 1500-byte packet less {overhead} bytes of IP, UDP and braid headers)",
-        min = crate::metrics::STAMP_BYTES,
+        min = TAG_BYTES,
         max = braid_core::sender::MAX_DATAGRAM,
         overhead = 1500 - braid_core::sender::MAX_DATAGRAM
     )]
     Payload(usize),
+    #[error("payload of {0} bytes is too small for TCP segments (at least {min}: {hdr} bytes of TCP/IP headers and one of data)", min = TCP_IP_HEADERS + 1, hdr = TCP_IP_HEADERS)]
+    TcpPayload(usize),
     #[error(transparent)]
     Budget(#[from] crate::budget::BudgetError),
     #[error("duration must be positive")]
     Duration,
+    #[error("session: {0}")]
+    Session(String),
+    #[error("bulk traffic needs --mode reliable")]
+    BulkNeedsReliable,
+    #[error("--mode reliable needs --traffic bulk[:SIZE]")]
+    ReliableNeedsBulk,
+    #[error("--cc names {given} controllers for {paths} paths")]
+    CcCount { given: usize, paths: usize },
     #[error("simulation made no progress at t={0:?} (a timer that never clears)")]
     Stuck(Duration),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Hop {
+pub(crate) enum Hop {
     /// Client to server, data.
     Up,
     /// Server to client, feedback.
     Down,
+    /// Server to client, a TCP ACK.
+    TcpAck,
 }
 
 /// A packet in flight. The event heap orders small keys; packets stay put
 /// in a slab so heap operations never move their bytes.
 #[derive(Debug)]
-struct InFlight {
-    hop: Hop,
-    path: u8,
-    data: Vec<u8>,
+pub(crate) struct InFlight {
+    pub(crate) hop: Hop,
+    pub(crate) path: u8,
+    pub(crate) data: Vec<u8>,
+    pub(crate) ack: Option<AckInFlight>,
 }
 
 /// Heap key: arrival time, then insertion order (equal-time events keep
@@ -120,7 +179,7 @@ struct InFlight {
 type EventKey = Reverse<(Duration, u64, usize)>;
 
 #[derive(Debug, Default)]
-struct Events {
+pub(crate) struct Events {
     heap: BinaryHeap<EventKey>,
     slab: Vec<Option<InFlight>>,
     free: Vec<usize>,
@@ -128,7 +187,7 @@ struct Events {
 }
 
 impl Events {
-    fn push(&mut self, at: Duration, packet: InFlight) {
+    pub(crate) fn push(&mut self, at: Duration, packet: InFlight) {
         let slot = match self.free.pop() {
             Some(i) => {
                 self.slab[i] = Some(packet);
@@ -143,11 +202,11 @@ impl Events {
         self.heap.push(Reverse((at, self.seq, slot)));
     }
 
-    fn peek_time(&self) -> Option<Duration> {
+    pub(crate) fn peek_time(&self) -> Option<Duration> {
         self.heap.peek().map(|Reverse((at, _, _))| *at)
     }
 
-    fn pop(&mut self) -> Option<InFlight> {
+    pub(crate) fn pop(&mut self) -> Option<InFlight> {
         let Reverse((_, _, slot)) = self.heap.pop()?;
         self.free.push(slot);
         self.slab[slot].take()
@@ -155,27 +214,102 @@ impl Events {
 }
 
 /// Offers a packet to a link; schedules its arrival unless the link drops it.
-fn forward(link: &mut Link, now: Duration, hop: Hop, tx: Transmit, events: &mut Events) {
-    if let Offer::Arrives(at) = link.offer(now, tx.data.len() + IP_UDP_OVERHEAD) {
+pub(crate) fn forward(
+    link: &mut Link,
+    now: Duration,
+    hop: Hop,
+    path: u8,
+    data: Vec<u8>,
+    events: &mut Events,
+) {
+    if let Offer::Arrives(at) = link.offer(now, data.len() + IP_UDP_OVERHEAD) {
         events.push(
             at,
             InFlight {
                 hop,
-                path: tx.path,
-                data: tx.data,
+                path,
+                data,
+                ack: None,
             },
         );
     }
+}
+
+/// One link per path and direction, each with its own RNG from `master`.
+pub(crate) fn build_links(s: &Scenario, master: &mut ChaCha8Rng) -> Vec<(Link, Link)> {
+    s.paths
+        .iter()
+        .map(|p| {
+            let rtt = p.up.delay + p.down.delay;
+            let up = Link::new(
+                &p.up,
+                &p.blackouts,
+                rtt,
+                ChaCha8Rng::from_rng(&mut *master).expect("chacha"),
+            );
+            let down = Link::new(
+                &p.down,
+                &p.blackouts,
+                rtt,
+                ChaCha8Rng::from_rng(&mut *master).expect("chacha"),
+            );
+            (up, down)
+        })
+        .collect()
 }
 
 pub fn run(s: &Scenario) -> Result<Report, SimError> {
     if s.duration.is_zero() {
         return Err(SimError::Duration);
     }
-    if s.payload_bytes > braid_core::sender::MAX_DATAGRAM
-        || s.payload_bytes < crate::metrics::STAMP_BYTES
-    {
+    if !s.path_cc.is_empty() && s.path_cc.len() != s.paths.len() {
+        return Err(SimError::CcCount {
+            given: s.path_cc.len(),
+            paths: s.paths.len(),
+        });
+    }
+    let bulk = matches!(s.traffic, TrafficSpec::Bulk { .. });
+    match s.mode {
+        Mode::Reliable if !bulk => return Err(SimError::ReliableNeedsBulk),
+        Mode::Reliable if !s.more_traffic.is_empty() => return Err(SimError::ReliableNeedsBulk),
+        Mode::Reliable if s.session.is_some() => {
+            return Err(SimError::Session(
+                "--mode reliable does not run through the session yet".into(),
+            ))
+        }
+        Mode::Reliable => {
+            // Segments fill the packet; the payload size is not a choice.
+            let mut r = s.clone();
+            r.payload_bytes = braid_core::stream::frame::MAX_SEGMENT_DATA;
+            crate::budget::check(&r)?;
+            return crate::reliable::run(&r);
+        }
+        Mode::Datagram if bulk => return Err(SimError::BulkNeedsReliable),
+        Mode::Datagram => {}
+    }
+    if let Some(spec) = &s.session {
+        let tcp = |t: &TrafficSpec| matches!(t, TrafficSpec::Tcp { .. });
+        if tcp(&s.traffic) || !s.more_traffic.is_empty() {
+            return Err(SimError::Session(
+                "runs through the session take one cbr or ramp source for now".into(),
+            ));
+        }
+        crate::budget::check(s)?;
+        return crate::session_run::run(s, spec);
+    }
+    if s.payload_bytes > braid_core::sender::MAX_DATAGRAM || s.payload_bytes < TAG_BYTES {
         return Err(SimError::Payload(s.payload_bytes));
+    }
+    let specs: Vec<(String, TrafficSpec)> = std::iter::once(&s.traffic)
+        .chain(&s.more_traffic)
+        .map(|t| (t.to_string(), t.clone()))
+        .collect();
+    if specs
+        .iter()
+        .any(|(_, t)| matches!(t, TrafficSpec::Tcp { .. }))
+        && s.payload_bytes <= TCP_IP_HEADERS
+    {
+        return Err(SimError::TcpPayload(s.payload_bytes));
     }
     crate::budget::check(s)?;
     let infos: Vec<PathInfo> = s
@@ -185,6 +319,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         .map(|(i, p)| PathInfo {
             name: p.name_or_default(i),
             cost: p.cost,
+            weight_throughput: p.weight_throughput,
         })
         .collect();
     let mut sender_cfg = SenderConfig::new(infos);
@@ -197,29 +332,16 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let mut receiver = Receiver::new(receiver_cfg);
 
     let mut master = ChaCha8Rng::seed_from_u64(s.seed);
-    let mut links: Vec<(Link, Link)> = s
-        .paths
-        .iter()
-        .map(|p| {
-            let rtt = p.up.delay + p.down.delay;
-            let up = Link::new(
-                &p.up,
-                &p.blackouts,
-                rtt,
-                ChaCha8Rng::from_rng(&mut master).expect("chacha"),
-            );
-            let down = Link::new(
-                &p.down,
-                &p.blackouts,
-                rtt,
-                ChaCha8Rng::from_rng(&mut master).expect("chacha"),
-            );
-            (up, down)
-        })
-        .collect();
+    let mut links = build_links(s, &mut master);
 
     let ideal = s.ideal_goodput_bps();
-    let mut source = Source::new(s.traffic.clone(), ideal, s.payload_bytes);
+    let mut flows = Flows::new(&specs, ideal, s.payload_bytes, s.duration);
+    let mut outgoing: Vec<Outgoing> = Vec::new();
+    // TCP ACKs go back on the down direction of the path with the shortest
+    // down delay (see `crate::flows`).
+    let ack_path = (0..s.paths.len())
+        .min_by_key(|&i| s.paths[i].down.delay)
+        .expect("at least one path");
     let mut metrics = Metrics::new(s);
     let mut events = Events::default();
     let end = s.duration + DRAIN;
@@ -229,7 +351,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let (sender_clock, receiver_clock) = s.clock.clocks();
 
     loop {
-        let t_source = Some(source.peek()).filter(|t| *t < s.duration);
+        let t_source = flows.next_event();
         let t_event = events.peek_time();
         let t_sender = sender
             .poll_timeout()
@@ -261,14 +383,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         let receiver_now = receiver_clock.read(now);
 
         if t_source == Some(now) {
-            source.next_send();
-            let elastic_full = source.is_elastic() && sender.queued_bytes() >= ELASTIC_QUEUE_BYTES;
-            if !elastic_full {
-                let mut payload = vec![0u8; s.payload_bytes];
-                metrics.on_offered(&mut payload, now);
-                // A full queue is application loss, counted by the metrics.
-                let _ = sender.send(sender_now, payload);
-            }
+            // Sources are polled below, after every step.
         } else if t_event == Some(now) {
             let e = events.pop().expect("peeked");
             match e.hop {
@@ -284,6 +399,11 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
                 Hop::Down => {
                     let _ = sender.handle_datagram(sender_now, &e.data);
                 }
+                Hop::TcpAck => {
+                    if let Some(a) = &e.ack {
+                        flows.on_ack(now, a);
+                    }
+                }
             }
         } else {
             if t_sender.is_some_and(|t| t <= now) {
@@ -294,27 +414,40 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             }
         }
 
+        metrics.on_sender_state(now, &sender);
+        flows.poll(now, |p| metrics.on_offered(p, now), &mut outgoing);
+        for o in outgoing.drain(..) {
+            // A full queue is application loss, counted by the metrics.
+            let _ = sender.send_flow(sender_now, o.flow, o.payload);
+        }
         while let Some(tx) = sender.poll_transmit() {
-            forward(
-                &mut links[usize::from(tx.path)].0,
-                now,
-                Hop::Up,
-                tx,
-                &mut events,
-            );
+            let link = &mut links[usize::from(tx.path)].0;
+            forward(link, now, Hop::Up, tx.path, tx.data, &mut events);
         }
         while let Some(tx) = receiver.poll_transmit() {
-            forward(
-                &mut links[usize::from(tx.path)].1,
-                now,
-                Hop::Down,
-                tx,
-                &mut events,
-            );
+            let link = &mut links[usize::from(tx.path)].1;
+            forward(link, now, Hop::Down, tx.path, tx.data, &mut events);
         }
         while let Some(d) = receiver.poll_deliver() {
             metrics.on_delivered(&d, now);
+            if let Some(a) = flows.on_delivered(&d, now) {
+                let bytes = braid_core::wire::ip_packet_len(a.ack.ip_bytes());
+                if let Offer::Arrives(at) = links[ack_path].1.offer(now, bytes) {
+                    events.push(
+                        at,
+                        InFlight {
+                            hop: Hop::TcpAck,
+                            path: ack_path as u8,
+                            data: Vec::new(),
+                            ack: Some(a),
+                        },
+                    );
+                }
+            }
         }
     }
-    Ok(metrics.finish(s, &sender, &receiver.resequencer().counters, &links))
+    let view = SenderView::of(&sender, s.paths.len());
+    let mut report = metrics.finish(s, &view, &receiver.resequencer().counters, &links);
+    report.flows = flows.report(ideal);
+    Ok(report)
 }

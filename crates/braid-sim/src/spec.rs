@@ -5,6 +5,7 @@
 //! SPEC := RATE,DELAY[,key=value]...  |  trace=FILE,DELAY[,key=value]...
 //! keys: jitter=DUR  loss=PCT  ge=P_GB:P_BG[:LOSS_BAD]  queue=DUR|PKTS
 //!       blackout=START+LEN (repeatable)  cost=X  name=NAME
+//!       weight_throughput=W  weight_cost=W (BATCP's per-path weights, summing to 1)
 //! ```
 //!
 //! RATE, DELAY, `trace`, `jitter`, `loss`, `ge` and `queue` may give two
@@ -49,9 +50,13 @@ pub enum SpecError {
     GilbertElliott(String),
     #[error("bad cost {0:?}: expected a positive number")]
     Cost(String),
+    #[error(
+        "bad weight {0:?}: weight_throughput and weight_cost are numbers from 0 to 1 that sum to 1"
+    )]
+    Weight(String),
     #[error("bad name {0:?}: use 1-15 letters, digits, '-' or '_'")]
     Name(String),
-    #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, name)")]
+    #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, weight_throughput, weight_cost, name)")]
     UnknownKey(String),
     #[error("{0} given twice")]
     Duplicate(&'static str),
@@ -126,6 +131,9 @@ pub struct PathSpec {
     pub blackouts: Vec<Blackout>,
     /// Relative monetary cost of the path (default 1).
     pub cost: f64,
+    /// BATCP's weight of throughput against cost for this path (its cost
+    /// weight is one minus it); `None`: the scheduler's `cost_weight`.
+    pub weight_throughput: Option<f64>,
 }
 
 impl PathSpec {
@@ -225,6 +233,8 @@ impl PathSpec {
         let mut down = LinkSpec::new(cap_down, parse_duration(dd)?);
         let mut name = None;
         let mut cost = None;
+        let mut weight_throughput = None;
+        let mut weight_cost = None;
         let mut blackouts = Vec::new();
         let mut seen = Vec::new();
         for field in fields {
@@ -237,6 +247,8 @@ impl PathSpec {
                 "ge" => "ge",
                 "queue" => "queue",
                 "cost" => "cost",
+                "weight_throughput" => "weight_throughput",
+                "weight_cost" => "weight_cost",
                 "name" => "name",
                 "blackout" => "blackout",
                 other => return Err(SpecError::UnknownKey(other.to_owned())),
@@ -277,6 +289,18 @@ impl PathSpec {
                     }
                     cost = Some(c);
                 }
+                "weight_throughput" | "weight_cost" => {
+                    let w: f64 = value
+                        .parse()
+                        .ok()
+                        .filter(|w: &f64| (0.0..=1.0).contains(w))
+                        .ok_or_else(|| SpecError::Weight(value.to_owned()))?;
+                    if key_static == "weight_cost" {
+                        weight_cost = Some(w);
+                    } else {
+                        weight_throughput = Some(w);
+                    }
+                }
                 "name" => {
                     let ok = (1..=15).contains(&value.len())
                         && value
@@ -290,12 +314,22 @@ impl PathSpec {
                 _ => blackouts.push(parse_blackout(value)?),
             }
         }
+        let weight_throughput = match (weight_throughput, weight_cost) {
+            (Some(t), Some(c)) if (t + c - 1.0).abs() > 1e-9 => {
+                return Err(SpecError::Weight(format!(
+                    "weight_throughput={t},weight_cost={c}"
+                )));
+            }
+            (Some(t), _) => Some(t),
+            (None, c) => c.map(|c| 1.0 - c),
+        };
         Ok(PathSpec {
             name,
             up,
             down,
             blackouts,
             cost: cost.unwrap_or(1.0),
+            weight_throughput,
         })
     }
 }

@@ -3,12 +3,18 @@
 //! `cbr:RATE` or `cbr:PCT%` (of the paths' ideal goodput), a ramp after paper
 //! multipath-bonding-layer3 (`ramp:FROM:TO:RISE:HOLD`: exponential rise from
 //! FROM to TO over RISE in 200 ms steps, hold for HOLD, then a mirror-image
-//! fall over RISE), and `elastic`, which offers whatever the sender's queue
-//! will take. Rates are of application payload.
+//! fall over RISE), and `tcp[:cubic|reno][:N]`: N closed-loop bulk TCP
+//! connections (see [`crate::tcp`]). Rates are of application payload.
+//! `bulk[:SIZE]` is reliable mode's traffic: one stream of SIZE bytes (or as
+//! many as the run carries) written as fast as the stream takes it.
 
 use std::time::Duration;
 
 use crate::spec::{parse_duration, parse_rate, SpecError};
+use crate::tcp::TcpCc;
+
+/// Most TCP connections one traffic source runs.
+pub const MAX_TCP_FLOWS: u32 = 64;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrafficSpec {
@@ -24,12 +30,19 @@ pub enum TrafficSpec {
         rise: Duration,
         hold: Duration,
     },
-    Elastic,
+    Tcp {
+        cc: TcpCc,
+        flows: u32,
+    },
+    /// A reliable bulk transfer of `bytes` (unbounded when `None`).
+    Bulk {
+        bytes: Option<u64>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrafficError {
-    #[error("bad traffic {0:?}: expected cbr:RATE, cbr:PCT%, ramp:FROM:TO:RISE:HOLD or elastic")]
+    #[error("bad traffic {0:?}: expected cbr:RATE, cbr:PCT%, ramp:FROM:TO:RISE:HOLD, tcp[:cubic|reno][:N] (N 1 to 64) or bulk[:SIZE]")]
     Syntax(String),
     #[error("bad traffic {0:?}: {1}")]
     Value(String, SpecError),
@@ -43,8 +56,38 @@ impl TrafficSpec {
         let syntax = || TrafficError::Syntax(s.to_owned());
         let value = |e| TrafficError::Value(s.to_owned(), e);
         let parts: Vec<&str> = s.split(':').collect();
+        let flows = |n: &str| {
+            n.parse::<u32>()
+                .ok()
+                .filter(|n| (1..=MAX_TCP_FLOWS).contains(n))
+                .ok_or_else(syntax)
+        };
+        let cc = |c: &str| match c {
+            "cubic" => Ok(TcpCc::Cubic),
+            "reno" => Ok(TcpCc::Reno),
+            _ => Err(syntax()),
+        };
         match parts.as_slice() {
-            ["elastic"] => Ok(TrafficSpec::Elastic),
+            ["tcp"] => Ok(TrafficSpec::Tcp {
+                cc: TcpCc::Cubic,
+                flows: 1,
+            }),
+            ["tcp", x] if x.starts_with(|c: char| c.is_ascii_digit()) => Ok(TrafficSpec::Tcp {
+                cc: TcpCc::Cubic,
+                flows: flows(x)?,
+            }),
+            ["tcp", c] => Ok(TrafficSpec::Tcp {
+                cc: cc(c)?,
+                flows: 1,
+            }),
+            ["tcp", c, n] => Ok(TrafficSpec::Tcp {
+                cc: cc(c)?,
+                flows: flows(n)?,
+            }),
+            ["bulk"] => Ok(TrafficSpec::Bulk { bytes: None }),
+            ["bulk", size] => Ok(TrafficSpec::Bulk {
+                bytes: Some(parse_size(size).ok_or_else(syntax)?),
+            }),
             ["cbr", pct] if pct.ends_with('%') => {
                 let f: f64 = pct
                     .trim_end_matches('%')
@@ -70,11 +113,67 @@ impl TrafficSpec {
     }
 }
 
+/// A byte count: digits with an optional unit, `B`, `kB`, `MB`, `GB`
+/// (powers of 1000) or `KiB`, `MiB`, `GiB` (powers of 1024); at least one byte.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, unit) = s.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let scale: u64 = match unit {
+        "" | "B" => 1,
+        "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(scale).filter(|&b| b > 0)
+}
+
+/// A rate as the traffic syntax writes it.
+fn rate_text(bps: f64) -> String {
+    if bps >= 1e6 && bps % 1e6 == 0.0 {
+        format!("{}mbit", bps / 1e6)
+    } else if bps >= 1e3 && bps % 1e3 == 0.0 {
+        format!("{}kbit", bps / 1e3)
+    } else {
+        format!("{bps}bit")
+    }
+}
+
+/// The spec in the syntax [`TrafficSpec::parse`] reads.
+impl std::fmt::Display for TrafficSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrafficSpec::Cbr { bps } => write!(f, "cbr:{}", rate_text(*bps)),
+            TrafficSpec::CbrFraction { fraction } => write!(f, "cbr:{}%", fraction * 100.0),
+            TrafficSpec::Ramp {
+                from_bps,
+                to_bps,
+                rise,
+                hold,
+            } => write!(
+                f,
+                "ramp:{}:{}:{}ms:{}ms",
+                rate_text(*from_bps),
+                rate_text(*to_bps),
+                rise.as_millis(),
+                hold.as_millis()
+            ),
+            TrafficSpec::Tcp { cc, flows } => write!(f, "tcp:{}:{flows}", cc.name()),
+            TrafficSpec::Bulk { bytes: None } => write!(f, "bulk"),
+            TrafficSpec::Bulk { bytes: Some(b) } => write!(f, "bulk:{b}"),
+        }
+    }
+}
+
 /// Produces send times for fixed-size datagrams.
 #[derive(Debug, Clone)]
 pub struct Source {
     spec: TrafficSpec,
-    /// Rate that `CbrFraction` and `Elastic` resolve against.
+    /// Rate that `CbrFraction` resolves against.
     ideal_bps: f64,
     payload_bytes: usize,
     next: Duration,
@@ -90,19 +189,15 @@ impl Source {
         }
     }
 
-    pub fn is_elastic(&self) -> bool {
-        self.spec == TrafficSpec::Elastic
-    }
-
     /// Offered payload rate at time `t`.
     pub fn rate_at(&self, t: Duration) -> f64 {
         match self.spec {
             TrafficSpec::Cbr { bps } => bps,
             TrafficSpec::CbrFraction { fraction } => fraction * self.ideal_bps,
-            // Elastic offers at twice the ceiling and is held back by the
-            // sender's queue; the cap only matters for window-free
-            // schedulers, which never push back.
-            TrafficSpec::Elastic => 2.0 * self.ideal_bps,
+            // TCP paces itself; it is not a datagram source.
+            TrafficSpec::Tcp { .. } => 0.0,
+            // Never offered as datagrams (the simulator refuses it there).
+            TrafficSpec::Bulk { .. } => self.ideal_bps,
             TrafficSpec::Ramp {
                 from_bps,
                 to_bps,
@@ -157,7 +252,30 @@ mod tests {
             TrafficSpec::parse("cbr:95%").unwrap(),
             TrafficSpec::CbrFraction { fraction: 0.95 }
         );
-        assert_eq!(TrafficSpec::parse("elastic").unwrap(), TrafficSpec::Elastic);
+        let tcp = |cc, flows| TrafficSpec::Tcp { cc, flows };
+        assert_eq!(TrafficSpec::parse("tcp").unwrap(), tcp(TcpCc::Cubic, 1));
+        assert_eq!(TrafficSpec::parse("tcp:reno").unwrap(), tcp(TcpCc::Reno, 1));
+        assert_eq!(TrafficSpec::parse("tcp:4").unwrap(), tcp(TcpCc::Cubic, 4));
+        assert_eq!(
+            TrafficSpec::parse("tcp:cubic:64").unwrap(),
+            tcp(TcpCc::Cubic, 64)
+        );
+        assert_eq!(
+            TrafficSpec::parse("bulk").unwrap(),
+            TrafficSpec::Bulk { bytes: None }
+        );
+        assert_eq!(
+            TrafficSpec::parse("bulk:100MB").unwrap(),
+            TrafficSpec::Bulk {
+                bytes: Some(100_000_000)
+            }
+        );
+        assert_eq!(
+            TrafficSpec::parse("bulk:2MiB").unwrap(),
+            TrafficSpec::Bulk {
+                bytes: Some(2 << 20)
+            }
+        );
         assert!(TrafficSpec::parse("ramp:63mbit:105mbit:15s:10s").is_ok());
         for bad in [
             "",
@@ -166,8 +284,30 @@ mod tests {
             "cbr:0%",
             "ramp:1mbit:2mbit:1s",
             "poisson:1mbit",
+            "bulk:",
+            "bulk:0",
+            "bulk:5mb",
+            "bulk:99999999999999999999GB",
+            "elastic",
+            "tcp:vegas",
+            "tcp:0",
+            "tcp:cubic:65",
+            "tcp:reno:1:2",
         ] {
             assert!(TrafficSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn prints_what_it_parses() {
+        for text in [
+            "cbr:64kbit",
+            "cbr:10mbit",
+            "cbr:95%",
+            "ramp:63mbit:105mbit:15000ms:10000ms",
+            "tcp:reno:4",
+        ] {
+            assert_eq!(TrafficSpec::parse(text).unwrap().to_string(), text);
         }
     }
 

@@ -7,7 +7,8 @@ use braid_core::cc::CcKind;
 use braid_core::reseq::ReseqMode;
 use braid_sim::clock::ClockSpec;
 use braid_sim::metrics::Report;
-use braid_sim::sim::{self, Scenario};
+use braid_sim::session_run::SessionSpec;
+use braid_sim::sim::{self, Mode, Scenario};
 use braid_sim::spec::{parse_duration, PathSpec};
 use braid_sim::traffic::TrafficSpec;
 
@@ -16,7 +17,7 @@ use crate::Failure;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 SPEC := RATE,DELAY[,jitter=DUR][,loss=PCT][,ge=P_GB:P_BG[:LOSS_BAD]][,queue=DUR|PKTS]
-        [,blackout=START+LEN]...[,cost=X][,name=NAME]
+        [,blackout=START+LEN]...[,cost=X][,weight_throughput=W][,weight_cost=W][,name=NAME]
       | trace=FILE,DELAY[,...]
   DELAY is one-way; RATE counts IP packet bytes, in bits per second as tc writes
   them: bit, kbit, mbit, gbit (500kbit, 8mbit, 1gbit). tc's bytes-per-second
@@ -24,6 +25,9 @@ SPEC := RATE,DELAY[,jitter=DUR][,loss=PCT][,ge=P_GB:P_BG[:LOSS_BAD]][,queue=DUR|
   DUR: us, ms, s or min (250us, 20ms, 1.5s, 2min). queue=PKTS: 1 to 100000.
   RATE, DELAY, jitter, loss, ge and queue may be UP/DOWN (client-to-server first).
   FILE is a mahimahi trace; the repository ships some in traces/.
+  cost: relative price of the path (positive). weight_throughput/weight_cost:
+  BATCP's per-path weights (0 to 1, summing to 1). earliest-arrival:cost_first=1
+  uses costlier paths only for what cheaper ones cannot carry.
 
 Limits: a run is refused (exit 2) when it is estimated at more than 100 million
 events (datagrams offered, plus an arrival and an acknowledgement for each
@@ -39,24 +43,30 @@ pub struct BenchArgs {
     /// A path to bond (repeat for each path)
     #[arg(long = "path", value_name = "SPEC", required = true)]
     pub paths: Vec<String>,
-    /// Scheduler: earliest-arrival (default), min-rtt, most-free-cwnd, redundant, rr, wrr, batcp, lawrr
+    /// datagram (the bonding tunnel, default) or reliable (a pTCP-style stream; needs --traffic bulk[:SIZE])
+    #[arg(long, default_value = "datagram")]
+    pub mode: String,
+    /// Datagram mode's scheduler: earliest-arrival (default), min-rtt, most-free-cwnd, redundant, rr, wrr, batcp, lawrr
     #[arg(long, value_name = "NAME[:key=value,...]", default_value = braid_core::sched::DEFAULT)]
     pub scheduler: String,
-    /// Per-path congestion control: bbr (default) or ccid2
+    /// Per-path congestion control: bbr (default) or ccid2; in reliable mode also one per path (bbr,ccid2)
     #[arg(long, default_value = "bbr")]
     pub cc: String,
-    /// Offered traffic: cbr:RATE, cbr:PCT% (of ideal goodput), ramp:FROM:TO:RISE:HOLD, elastic
+    /// Offered traffic: cbr:RATE, cbr:PCT% (of ideal goodput), ramp:FROM:TO:RISE:HOLD,
+    /// tcp[:cubic|reno][:N] (N closed-loop bulk TCP connections). Repeat to run
+    /// several sources at once, each its own flow (tcp:cubic and cbr:64kbit, say); reliable mode: bulk[:SIZE] (SIZE in B,
+    /// kB, MB, GB, KiB, MiB, GiB)
     #[arg(long, default_value = "cbr:110%")]
-    pub traffic: String,
+    pub traffic: Vec<String>,
     /// Simulated time
     #[arg(long, default_value = "30s")]
     pub duration: String,
     /// Seed of the simulated links' loss and jitter (same seed, same result)
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Application payload bytes per datagram
-    #[arg(long, default_value_t = 1400)]
-    pub payload: usize,
+    /// Application payload bytes per datagram (datagram mode; reliable mode fills each packet)
+    #[arg(long)]
+    pub payload: Option<usize>,
     /// Deliver as packets arrive (no resequencing)
     #[arg(long)]
     pub unordered: bool,
@@ -82,6 +92,11 @@ pub struct BenchArgs {
     /// At simulated time AT the receiver's clock jumps by DUR (signed: 30s+1s, 30s+-1s)
     #[arg(long, value_name = "AT+DUR")]
     pub clock_step: Option<String>,
+    /// Run through the encrypted tunnel session (Noise handshake, AES-GCM on
+    /// every packet, path probes): its 25 extra bytes per packet and its
+    /// path handling count in the figures
+    #[arg(long)]
+    pub session: bool,
     /// Draw per-path throughput and in-order goodput over time to a PNG
     #[arg(long, value_name = "FILE.png")]
     pub plot: Option<PathBuf>,
@@ -105,14 +120,44 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
     }
     let mut s = Scenario::new(paths);
     s.scheduler = args.scheduler.clone();
-    s.cc = CcKind::parse(&args.cc).ok_or_else(|| {
-        Failure::Usage(format!(
-            "unknown --cc {:?} (known: {})",
-            args.cc,
-            CcKind::NAMES.join(", ")
-        ))
-    })?;
-    s.traffic = TrafficSpec::parse(&args.traffic).map_err(|e| usage(&e))?;
+    s.mode = match args.mode.as_str() {
+        "datagram" => Mode::Datagram,
+        "reliable" => Mode::Reliable,
+        other => {
+            return Err(Failure::Usage(format!(
+                "unknown --mode {other:?} (known: datagram, reliable)"
+            )))
+        }
+    };
+    let ccs = args
+        .cc
+        .split(',')
+        .map(|name| {
+            CcKind::parse(name).ok_or_else(|| {
+                Failure::Usage(format!(
+                    "unknown --cc {name:?} (known: {})",
+                    CcKind::NAMES.join(", ")
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    s.cc = ccs[0];
+    if ccs.len() > 1 {
+        if s.mode != Mode::Reliable || ccs.len() != s.paths.len() {
+            return Err(Failure::Usage(format!(
+                "--cc {}: one controller per path ({} paths) is for --mode reliable only",
+                args.cc,
+                s.paths.len()
+            )));
+        }
+        s.path_cc = ccs;
+    }
+    let mut traffic = args
+        .traffic
+        .iter()
+        .map(|t| TrafficSpec::parse(t).map_err(|e| usage(&e)));
+    s.traffic = traffic.next().expect("clap gives a default")?;
+    s.more_traffic = traffic.collect::<Result<_, _>>()?;
     s.duration = parse_duration(&args.duration).map_err(|e| usage(&e))?;
     if s.duration < Duration::from_millis(100) {
         return Err(Failure::Usage("--duration must be at least 100ms".into()));
@@ -128,7 +173,15 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
             .transpose()
             .map_err(|e| usage(&e))?,
     };
-    s.payload_bytes = args.payload;
+    match (s.mode, args.payload) {
+        (Mode::Reliable, Some(_)) => {
+            return Err(Failure::Usage(
+                "--payload is for datagram mode (reliable mode fills each packet)".into(),
+            ))
+        }
+        (_, payload) => s.payload_bytes = payload.unwrap_or(1400),
+    }
+    s.session = args.session.then(SessionSpec::default);
     s.reseq_mode = if args.unordered {
         ReseqMode::PassThrough
     } else {
@@ -156,7 +209,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
             serde_json::to_string_pretty(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
         json + "\n"
     } else {
-        crate::table::render(&report, &args.traffic)
+        crate::table::render(&report, &args.traffic.join(" + "))
     };
     // The figures first: a plot that cannot be written loses nothing else.
     crate::write_stdout(&text)?;

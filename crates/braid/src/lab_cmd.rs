@@ -36,6 +36,9 @@ pub enum LabCommand {
         /// Seed of the loss generators (default: from the clock)
         #[arg(long)]
         seed: Option<u64>,
+        /// Also start a braid server and client with fresh keys, one braid path per emulated path
+        #[arg(long)]
+        tunnel: bool,
     },
     /// Run a command inside the client or server namespace
     Exec {
@@ -113,7 +116,12 @@ fn exec_failure(program: &str, err: &std::io::Error) -> ExitCode {
 
 fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
     match cmd {
-        LabCommand::Up { paths, name, seed } => {
+        LabCommand::Up {
+            paths,
+            name,
+            seed,
+            tunnel,
+        } => {
             let program =
                 std::env::current_exe().map_err(LabError::io("locating the braid binary"))?;
             let status = braid_lab::up(&UpOptions {
@@ -125,7 +133,17 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
                     args: vec!["lab".into(), "_emulate".into()],
                 },
             })?;
-            emit(&braid_lab::render_status(&status))?;
+            if tunnel {
+                if let Err(e) = crate::lab_tunnel::start(&status) {
+                    let _ = braid_lab::down(&status.name);
+                    let _ = crate::lab_tunnel::remove(&status.name);
+                    return Err(e);
+                }
+                let guide = crate::lab_tunnel::guide(&status);
+                emit(&format!("{}{guide}", braid_lab::render_status(&status)))?;
+            } else {
+                emit(&braid_lab::render_status(&status))?;
+            }
         }
         LabCommand::Exec {
             name,
@@ -142,11 +160,26 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
         }
         LabCommand::Status { name, json } => {
             let status = braid_lab::status(&name)?;
+            let tunnel = crate::lab_tunnel::status(&status);
             if json {
-                let text = serde_json::to_string_pretty(&status).expect("status serializes");
+                let mut doc = serde_json::to_value(&status).expect("status serializes");
+                if let (Some(tunnel), Some(map)) = (tunnel, doc.as_object_mut()) {
+                    map.insert("tunnel".to_owned(), tunnel);
+                }
+                let text = serde_json::to_string_pretty(&doc).expect("status serializes");
                 emit(&format!("{text}\n"))?;
             } else {
-                emit(&braid_lab::render_status(&status))?;
+                let mut text = braid_lab::render_status(&status);
+                if let Some(t) = tunnel {
+                    text += &format!(
+                        "tunnel: client {} <-> server {}, listen {}, established {}\n",
+                        t["client_addr"].as_str().unwrap_or("?"),
+                        t["server_addr"].as_str().unwrap_or("?"),
+                        t["listen"].as_str().unwrap_or("?"),
+                        t["established"]
+                    );
+                }
+                emit(&text)?;
             }
             if status.emulator.is_none() {
                 return Err(LabError::EmulatorNotRunning(name));
@@ -157,7 +190,8 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
             emit(&format!("path {path} now {spec}\n"))?;
         }
         LabCommand::Down { name } => {
-            let removed = braid_lab::down(&name)?;
+            let mut removed = braid_lab::down(&name)?;
+            removed.extend(crate::lab_tunnel::remove(&name));
             let mut text = String::new();
             if removed.is_empty() {
                 text = format!("no lab {name:?}: nothing to remove\n");

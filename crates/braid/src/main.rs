@@ -2,9 +2,18 @@
 //! `demo`) and the network-namespace lab (`lab`).
 
 mod bench;
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the daemons that read it land next")
+)]
+mod config;
+mod daemon;
 mod demo;
+mod keys_cmd;
 mod lab_cmd;
+mod lab_tunnel;
 mod plot;
+mod status_cmd;
 mod table;
 
 use std::process::ExitCode;
@@ -33,6 +42,16 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Emulated multi-path testbed in network namespaces (needs root)
     Lab(lab_cmd::LabArgs),
+    /// Run the client end of a bonded tunnel (needs root: it creates a TUN device)
+    Client(daemon::client::ClientArgs),
+    /// Run the server end of bonded tunnels (needs root: it creates a TUN device)
+    Server(daemon::server::ServerArgs),
+    /// Show a running client's or server's paths and sessions
+    Status(status_cmd::StatusArgs),
+    /// Print a new private key (base64) for a client or server config
+    Genkey,
+    /// Read a private key on stdin and print its public key
+    Pubkey,
 }
 
 /// A failure and the exit status it maps to: 2 for bad input, 1 at run time.
@@ -70,6 +89,11 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Lab(args) => return lab_cmd::run(args),
+        Command::Client(args) => daemon::client::run(&args),
+        Command::Server(args) => daemon::server::run(&args),
+        Command::Status(args) => status_cmd::run(&args),
+        Command::Genkey => keys_cmd::genkey(),
+        Command::Pubkey => keys_cmd::pubkey(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

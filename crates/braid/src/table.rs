@@ -2,6 +2,9 @@
 
 use std::fmt::Write;
 
+use braid_core::session::Event;
+use braid_sim::session_run::Side;
+
 use braid_sim::metrics::{Percentiles, Report};
 
 pub fn mbit(bps: f64) -> String {
@@ -94,5 +97,68 @@ pub fn render(r: &Report, traffic: &str) -> String {
         ms(latency, |p| p.p50),
         ms(latency, |p| p.p99)
     );
+    if let Some(sess) = &r.session {
+        let downs = sess
+            .events
+            .iter()
+            .filter(|e| e.side == Side::Client && matches!(e.raw, Event::PathDown { .. }))
+            .count();
+        let drops: u64 = sess.server_drops.iter().map(|(_, n)| n).sum();
+        let _ = writeln!(
+            out,
+            "session: {} bytes per packet on a path besides the payload, {} handshakes, \
+             {} path-down events at the client, {} datagrams dropped at the server",
+            sess.overhead_bytes_per_packet, sess.client_handshakes, downs, drops
+        );
+    }
+    if let Some(rel) = &r.reliable {
+        let completion = rel.completion_s.map_or("not completed".to_owned(), |c| {
+            format!("completed in {c:.3} s")
+        });
+        let _ = writeln!(
+            out,
+            "reliable: {} bytes read, {completion}, retransmitted {} bytes, redundant {} bytes{}",
+            rel.read_bytes,
+            rel.retransmitted_bytes,
+            rel.redundant_bytes,
+            rel.error
+                .as_ref()
+                .map_or(String::new(), |e| format!(", FAILED: {e}"))
+        );
+    }
+    // Per source, when that says more than the totals above.
+    if r.flows.len() > 1 || r.flows.iter().any(|f| f.tcp.is_some()) {
+        for f in &r.flows {
+            let owd = f.one_way_delay_ms.as_ref();
+            let _ = write!(
+                out,
+                "flow {}: one-way delay p50 {}  p99 {}",
+                f.traffic,
+                ms(owd, |p| p.p50),
+                ms(owd, |p| p.p99)
+            );
+            match &f.tcp {
+                None => {
+                    let _ = writeln!(out, ", goodput {}", mbit(f.goodput_bps));
+                }
+                Some(t) => {
+                    let rtt = t.rtt_ms.as_ref();
+                    let _ = writeln!(
+                        out,
+                        "\n  TCP goodput {} ({} of the ideal for MSS {}), RTT p50 {}  p99 {}, \
+                         {} retransmissions, {} fast recoveries, {} timeouts",
+                        mbit(t.goodput_bps),
+                        pct(t.utilization),
+                        t.mss,
+                        ms(rtt, |p| p.p50),
+                        ms(rtt, |p| p.p99),
+                        t.counters.retransmissions,
+                        t.counters.fast_recoveries,
+                        t.counters.timeouts
+                    );
+                }
+            }
+        }
+    }
     out
 }

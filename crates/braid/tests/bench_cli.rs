@@ -188,7 +188,7 @@ fn misleading_input_gets_a_message_that_says_what_to_write() {
             &["--path", "8mbit,5ms,queue=12297829382473034411"],
             "from 1 to 100000",
         ),
-        (&["--path", "8mbit,5ms", "--payload", "1"], "8 to 1450"),
+        (&["--path", "8mbit,5ms", "--payload", "1"], "18 to 1450"),
         (&["--path", "8mbit,5ms", "--plot", "x.svg"], "PNG only"),
     ] {
         let mut all = vec!["bench"];
@@ -331,5 +331,269 @@ fn bench_clock_flags_take_signed_values_and_reject_bad_ones() {
             "{flag} {value}: {err}"
         );
         assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn bench_session_reports_the_tunnel_and_its_overhead() {
+    let args = [
+        "bench",
+        "--path",
+        "8mbit,5ms",
+        "--path",
+        "2mbit,30ms",
+        "--duration",
+        "2s",
+        "--json",
+    ];
+    let bare = braid_json(&args);
+    let mut with = args.to_vec();
+    with.push("--session");
+    let v = braid_json(&with);
+    assert!(bare.get("session").is_none());
+    let sess = &v["session"];
+    assert_eq!(sess["overhead_bytes_per_packet"], 75);
+    assert_eq!(sess["client_handshakes"], 1);
+    assert_eq!(sess["server_sessions"], 1);
+    // The session's 25 bytes per packet lower the ideal goodput.
+    let ideal = |r: &serde_json::Value| r["ideal_goodput_bps"].as_f64().unwrap();
+    let ratio = ideal(&v) / ideal(&bare);
+    assert!(
+        (ratio - (1400.0 / 1475.0) / (1400.0 / 1450.0)).abs() < 1e-9,
+        "{ratio}"
+    );
+    // A payload too large for the tunnel is a usage error.
+    let out = braid(&[
+        "bench",
+        "--path",
+        "8mbit,5ms",
+        "--session",
+        "--payload",
+        "1440",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn costs_and_batcp_weights_are_checked_with_exit_2() {
+    for spec in [
+        "8mbit,5ms,cost=0",
+        "8mbit,5ms,cost=-1",
+        "8mbit,5ms,cost=nan",
+        "8mbit,5ms,weight_throughput=1.5",
+        "8mbit,5ms,weight_cost=-0.1",
+        "8mbit,5ms,weight_throughput=0.3,weight_cost=0.3",
+    ] {
+        let args = ["bench", "--path", spec, "--scheduler", "batcp"];
+        let out = braid(&args);
+        let says = if spec.contains("cost=") && !spec.contains("weight") {
+            "bad cost"
+        } else {
+            "bad weight"
+        };
+        assert_usage_error(&out, says, &args);
+    }
+    let args = [
+        "bench",
+        "--path",
+        "8mbit,5ms",
+        "--scheduler",
+        "earliest-arrival:cost_first=2",
+    ];
+    assert_usage_error(&braid(&args), "cost_first", &args);
+}
+
+#[test]
+fn bench_json_reports_path_liveness() {
+    let v = braid_json(&[
+        "bench",
+        "--path",
+        "8mbit,5ms,blackout=1s+500ms",
+        "--path",
+        "8mbit,20ms",
+        "--traffic",
+        "cbr:40%",
+        "--duration",
+        "3s",
+        "--json",
+    ]);
+    assert_eq!(v["path_down_events"], 1);
+    assert!(v["probe_packets"].as_u64().expect("probes") >= 1);
+    assert!(v["probe_overhead"].is_number());
+    let reuse = &v["paths"][0]["time_to_reuse_ms"];
+    assert_eq!(reuse["count"], 1);
+    assert!(reuse["p50"].as_f64().expect("p50") <= reuse["max"].as_f64().expect("max"));
+    assert!(v["paths"][1]["time_to_reuse_ms"].is_null());
+}
+
+#[test]
+fn reliable_mode_reports_a_verified_transfer() {
+    let v = braid_json(&[
+        "bench",
+        "--mode",
+        "reliable",
+        "--traffic",
+        "bulk:2MB",
+        "--path",
+        "8mbit,5ms",
+        "--path",
+        "4mbit,20ms,loss=1%",
+        "--cc",
+        "bbr,ccid2",
+        "--duration",
+        "30s",
+        "--json",
+    ]);
+    assert_eq!(v["cc"], "bbr,ccid2");
+    assert_eq!(v["transfer_bytes"], 2_000_000);
+    assert_eq!(v["read_bytes"], 2_000_000);
+    assert!(v["error"].is_null(), "{v}");
+    let done = v["completion_s"].as_f64().expect("completed");
+    // 2 MB over 12 Mbit/s takes at least 1.33 s; well under 30 s when both paths work.
+    assert!(done > 1.3 && done < 5.0, "{done}");
+    assert!(v["retransmitted_bytes"].as_u64().expect("number") > 0);
+    assert!(v["redundant_bytes"].is_u64());
+    assert_eq!(v["loss_rate"], 0.0);
+    assert!(v["stall_max_ms"].is_number());
+    assert!(v["goodput_bps"].as_f64().unwrap() > 8e6, "{v}");
+}
+
+#[test]
+fn reliable_mode_input_errors_are_usage_errors() {
+    for (args, says) in [
+        (&["--mode", "tcp"][..], "unknown --mode"),
+        (
+            &["--traffic", "bulk:1MB"],
+            "bulk traffic needs --mode reliable",
+        ),
+        (&["--mode", "reliable"], "needs --traffic bulk"),
+        (
+            &[
+                "--mode",
+                "reliable",
+                "--traffic",
+                "bulk:1MB",
+                "--payload",
+                "900",
+            ],
+            "--payload is for datagram mode",
+        ),
+        (
+            &[
+                "--mode",
+                "reliable",
+                "--traffic",
+                "bulk:1MB",
+                "--cc",
+                "bbr,ccid2,bbr",
+            ],
+            "one controller per path",
+        ),
+        (
+            &["--mode", "reliable", "--traffic", "bulk:1XB"],
+            "bulk[:SIZE]",
+        ),
+    ] {
+        let mut all = vec!["bench", "--path", "8mbit,5ms", "--path", "2mbit,5ms"];
+        all.extend_from_slice(args);
+        all.extend(["--duration", "1s"]);
+        assert_usage_error(
+            &braid_within(&all, std::time::Duration::from_secs(30)),
+            says,
+            &all,
+        );
+    }
+}
+
+/// Closed-loop TCP offers what the bond carries, so the loss the run reports
+/// is the bond's own (`elastic`, which this replaced, offered twice the
+/// ideal rate and showed 51.5 % loss on this clean path).
+#[test]
+fn tcp_traffic_fills_a_clean_path_and_its_loss_is_the_bonds() {
+    let v = braid_json(&[
+        "bench",
+        "--path",
+        "20mbit,10ms",
+        "--traffic",
+        "tcp:cubic",
+        "--duration",
+        "10s",
+        "--json",
+    ]);
+    let loss = v["loss_rate"].as_f64().unwrap();
+    assert!(loss < 0.02, "loss {loss}");
+    let tcp = &v["flows"][0]["tcp"];
+    let util = tcp["utilization"].as_f64().unwrap();
+    assert!(util > 0.9, "TCP utilization {util}");
+    assert!(v["offered_bps"].as_f64().unwrap() < 1.05 * v["ideal_goodput_bps"].as_f64().unwrap());
+    // A round trip is at least the path's 20 ms, and the sender's queue
+    // is managed: not seconds of it.
+    let rtt = tcp["rtt_ms"]["p50"].as_f64().unwrap();
+    assert!((20.0..100.0).contains(&rtt), "RTT p50 {rtt}");
+    assert_eq!(tcp["cc"], "cubic");
+    assert_eq!(tcp["mss"], 1360);
+}
+
+/// A small flow beside a bulk TCP flow is not queued behind it: its delay
+/// stays near the path's, below what the bulk flow's own packets see (with a
+/// FIFO send queue both would see the same queue).
+#[test]
+fn a_small_flow_beside_bulk_tcp_skips_the_bulk_queue() {
+    let v = braid_json(&[
+        "bench",
+        "--path",
+        "20mbit,10ms",
+        "--traffic",
+        "tcp:reno",
+        "--traffic",
+        "cbr:64kbit",
+        "--duration",
+        "10s",
+        "--json",
+    ]);
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 2);
+    assert_eq!(flows[1]["traffic"], "cbr:64kbit");
+    assert!(flows[1]["tcp"].is_null());
+    let small = flows[1]["one_way_delay_ms"]["p99"].as_f64().unwrap();
+    let bulk = flows[0]["one_way_delay_ms"]["p50"].as_f64().unwrap();
+    assert!(small <= 10.0 + 20.0, "small flow p99 {small} ms");
+    assert!(small < bulk, "small p99 {small} ms, bulk p50 {bulk} ms");
+    let got = flows[1]["goodput_bps"].as_f64().unwrap();
+    assert!((got - 64e3).abs() < 64e3 * 0.05, "small flow goodput {got}");
+}
+
+#[test]
+fn bad_tcp_traffic_exits_2() {
+    for args in [
+        &["bench", "--path", "8mbit,5ms", "--traffic", "tcp:vegas"][..],
+        &["bench", "--path", "8mbit,5ms", "--traffic", "tcp:0"],
+        &["bench", "--path", "8mbit,5ms", "--traffic", "elastic"],
+        &[
+            "bench",
+            "--path",
+            "8mbit,5ms",
+            "--traffic",
+            "tcp",
+            "--payload",
+            "40",
+        ],
+        &[
+            "bench",
+            "--path",
+            "8mbit,5ms",
+            "--traffic",
+            "tcp",
+            "--traffic",
+            "cbr",
+        ],
+    ] {
+        let out = braid(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.lines().count() == 1 && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
     }
 }

@@ -1,8 +1,6 @@
 //! `braid lab` as a user runs it: the real binary, its exit statuses, and the
 //! emulator it re-executes itself as.
 
-use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -13,28 +11,7 @@ fn braid(args: &[&str]) -> Output {
         .expect("running braid")
 }
 
-fn have_root() -> bool {
-    // /proc/self belongs to the effective user of this process.
-    let euid = std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(u32::MAX);
-    if euid == 0 {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("lab CLI tests need root to create network namespaces, and CI must run them");
-    }
-    // To the process's stderr itself, which the harness does not capture.
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("a lab CLI test")
-        .to_owned();
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED (needs root to create network namespaces): {test}"
-    );
-    false
-}
+use braid_lab::root_guard::have_root_or_skip as have_root;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

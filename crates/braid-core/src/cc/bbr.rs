@@ -58,8 +58,6 @@ pub struct Bbr {
     /// Bandwidth estimate when the last probe (gain 1.25) began.
     probe_start_bw: f64,
     cwnd: u64,
-    /// After a timeout the window collapses to probe the path until acks return.
-    in_timeout: bool,
 }
 
 impl Default for Bbr {
@@ -84,7 +82,6 @@ impl Bbr {
             cycle_start_bw: 0.0,
             probe_start_bw: 0.0,
             cwnd: INITIAL_CWND,
-            in_timeout: false,
         }
     }
 
@@ -161,7 +158,6 @@ impl Controller for Bbr {
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample) {
-        self.in_timeout = false;
         let round_start = ack.prior_delivered >= self.next_round_delivered;
         if round_start {
             self.next_round_delivered = ack.delivered;
@@ -189,10 +185,14 @@ impl Controller for Bbr {
         match self.bdp_bytes(self.cwnd_gain()) {
             Some(target) => {
                 let target = target + 3 * MSS;
-                self.cwnd = if self.mode == Mode::Startup {
-                    self.cwnd + ack.bytes
-                } else {
-                    (self.cwnd + ack.bytes).min(target)
+                // In startup the window grows only while below the target
+                // (as BBR v1 does): growing it by every ack whatever the
+                // model, it reached several times the path's BDP before
+                // startup ended and overflowed the bottleneck's queue.
+                self.cwnd = match self.mode {
+                    Mode::Startup if self.cwnd >= target => self.cwnd,
+                    Mode::Startup => self.cwnd + ack.bytes,
+                    _ => (self.cwnd + ack.bytes).min(target),
                 }
                 .max(MIN_CWND);
             }
@@ -205,15 +205,15 @@ impl Controller for Bbr {
     }
 
     fn on_timeout(&mut self, _now: Instant) {
-        self.in_timeout = true;
+        // Silence is a blackout or a burst of loss, not congestion: the
+        // model stays, and the path's liveness (see `path::Liveness`) keeps
+        // the scheduler from sending into a dead path. Collapsing the window
+        // here cost a path with bursty loss most of its capacity: every
+        // burst brought a timeout, then a few packets per doubled timeout.
     }
 
     fn cwnd_bytes(&self) -> u64 {
-        if self.in_timeout {
-            MIN_CWND
-        } else {
-            self.cwnd
-        }
+        self.cwnd
     }
 
     fn pacing_rate_bps(&self) -> Option<f64> {
@@ -266,7 +266,8 @@ mod tests {
         // Random loss does not shrink the model.
         c.on_loss(now, now, MSS, 0);
         assert_eq!(c.cwnd_bytes(), 50_000 + 3 * MSS);
+        // Nor does silence.
         c.on_timeout(now);
-        assert_eq!(c.cwnd_bytes(), MIN_CWND);
+        assert_eq!(c.cwnd_bytes(), 50_000 + 3 * MSS);
     }
 }

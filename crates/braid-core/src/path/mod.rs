@@ -3,11 +3,13 @@
 //! estimators schedulers read.
 
 mod kalman;
+mod liveness;
 mod loss;
 mod owd;
 mod rtt;
 
 pub use kalman::KalmanRate;
+pub use liveness::{Liveness, PROBE_INTERVAL};
 pub use loss::LossEstimator;
 pub use owd::OwdEstimator;
 pub use rtt::RttEstimator;
@@ -22,9 +24,6 @@ use crate::wire::AckFrame;
 /// A packet is lost once this many later packets of its path are acked
 /// (paths do not reorder internally, the threshold absorbs what little they do).
 const PACKET_THRESHOLD: u64 = 3;
-/// Shortest path timeout: below this, a delayed ack would look like a dead path.
-const MIN_PATH_TIMEOUT: Duration = Duration::from_millis(50);
-const MAX_PATH_TIMEOUT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone)]
 struct SentPacket {
@@ -48,7 +47,15 @@ pub struct PathCounters {
     pub sent_bytes: u64,
     pub acked_packets: u64,
     pub lost_packets: u64,
+    /// Silences of about a round trip past the oldest packet in flight
+    /// (see [`Liveness`]): everything in flight was declared lost.
     pub timeouts: u64,
+    /// Times the path went down (silent after being heard from).
+    pub down_events: u64,
+    /// Copies sent to probe a down path.
+    pub probe_packets: u64,
+    /// Packets declared lost by a silence whose acknowledgement came later.
+    pub late_acks: u64,
     /// Acks for a number never sent on the path: ignored.
     pub rejected_acks: u64,
     /// Acks claiming the receiver held a packet longer than its whole round
@@ -75,9 +82,10 @@ pub struct PathSender {
     next_send_time: Instant,
     /// Last time this path showed life (an ack), for its timeout.
     last_progress: Instant,
-    timeout_backoff: u32,
-    /// Current timeout span, kept up to date by `update_timeout`.
-    timeout: Duration,
+    /// Packets numbered below this were declared lost by a silence; an ack
+    /// for one still counts as delivered and measures the round trip.
+    first_live_pseq: u64,
+    pub liveness: Liveness,
     pub counters: PathCounters,
 }
 
@@ -107,8 +115,8 @@ impl PathSender {
             first_sent_time: Instant::ZERO,
             next_send_time: Instant::ZERO,
             last_progress: Instant::ZERO,
-            timeout_backoff: 0,
-            timeout: MAX_PATH_TIMEOUT,
+            first_live_pseq: 0,
+            liveness: Liveness::default(),
             counters: PathCounters::default(),
         }
     }
@@ -195,11 +203,28 @@ impl PathSender {
     /// by all paths so their one-way delays compare; the first sample of the
     /// session sets it.
     pub fn on_ack(&mut self, now: Instant, ack: &AckFrame, owd_anchor: &mut Option<u32>) {
+        self.on_ack_observed(now, ack, owd_anchor, |_, _| {});
+    }
+
+    /// [`PathSender::on_ack`], telling `observe` the fate of each packet it
+    /// resolves: `(pseq, true)` acknowledged, `(pseq, false)` declared lost.
+    /// The reliable stream uses this to know which of its data to resend.
+    pub fn on_ack_observed(
+        &mut self,
+        now: Instant,
+        ack: &AckFrame,
+        owd_anchor: &mut Option<u32>,
+        mut observe: impl FnMut(u64, bool),
+    ) {
         let largest = Self::widen_pseq(ack.largest_pseq, self.next_pseq);
         if largest >= self.next_pseq {
             self.counters.rejected_acks += 1;
             return;
         }
+        // Any ack of a packet really sent shows the path is alive, even one
+        // for packets a silence already declared lost.
+        self.liveness.on_heard();
+        self.last_progress = now;
         let Some(front) = self.in_flight.front().map(|p| p.pseq) else {
             return;
         };
@@ -207,6 +232,8 @@ impl PathSender {
             return; // everything it covers is already resolved
         }
         let mut acked_bytes = 0u64;
+        // Acked bytes still counted in flight (not declared lost before).
+        let mut freed_bytes = 0u64;
         let mut acked_packets = 0u64;
         let mut newest: Option<SentPacket> = None;
         let mut lost: Vec<(Instant, u64)> = Vec::new();
@@ -218,8 +245,15 @@ impl PathSender {
             }
             let below = largest - p.pseq;
             let is_acked = below == 0 || (below <= 64 && ack.bitmap & (1u64 << (below - 1)) != 0);
+            let declared_lost = p.pseq < self.first_live_pseq;
             if is_acked {
+                observe(p.pseq, true);
                 p.resolved = true;
+                if declared_lost {
+                    self.counters.late_acks += 1;
+                } else {
+                    freed_bytes += p.bytes;
+                }
                 acked_bytes += p.bytes;
                 acked_packets += 1;
                 self.delivered += p.bytes;
@@ -227,7 +261,11 @@ impl PathSender {
                 newest = Some(p.clone());
             } else if below >= PACKET_THRESHOLD {
                 p.resolved = true;
-                lost.push((p.sent, p.bytes));
+                // One declared lost at a timeout was reported then.
+                if !declared_lost {
+                    observe(p.pseq, false);
+                    lost.push((p.sent, p.bytes));
+                }
             }
         }
         for (sent, bytes) in lost {
@@ -240,15 +278,10 @@ impl PathSender {
             self.pop_resolved();
             return;
         };
-        self.bytes_in_flight -= acked_bytes;
+        self.bytes_in_flight -= freed_bytes;
         self.counters.acked_packets += acked_packets;
         for _ in 0..acked_packets {
             self.loss.on_acked();
-        }
-        self.last_progress = now;
-        if self.timeout_backoff > 0 {
-            self.timeout_backoff = 0;
-            self.update_timeout();
         }
         self.first_sent_time = p.sent;
         // Only the largest carries timestamps; an ack that only fills holes
@@ -261,7 +294,6 @@ impl PathSender {
         let rtt = (p.pseq == largest && !impossible).then(|| now - p.sent - ack_delay);
         if let Some(rtt) = rtt {
             self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
-            self.update_timeout();
             let raw = ack.recv_ts_us.wrapping_sub(p.sent.wire_micros());
             self.owd
                 .on_sample(p.sent, *owd_anchor.get_or_insert(raw), raw);
@@ -293,43 +325,59 @@ impl PathSender {
         }
     }
 
-    /// When this path's timeout fires, if packets are in flight.
+    /// When this path's silence would mark it down, if packets are in
+    /// flight: about a round trip past the oldest packet not yet declared
+    /// lost, or past the last acknowledgement if that came later.
     pub fn timeout_at(&self) -> Option<Instant> {
         if self.bytes_in_flight == 0 {
             return None;
         }
-        // Resolved packets are popped from the front, so the front is the
-        // oldest one still in flight.
-        let oldest = self.in_flight.front()?.sent;
-        Some(oldest.max(self.last_progress) + self.timeout)
+        // Packets are numbered consecutively in the queue; resolved ones
+        // leave only from the front.
+        let front = self.in_flight.front()?.pseq;
+        let index = self.first_live_pseq.saturating_sub(front) as usize;
+        let oldest = self.in_flight.get(index)?.sent;
+        Some(oldest.max(self.last_progress) + Liveness::silence_span(&self.rtt))
     }
 
-    /// RFC 6298-style timeout, clamped, doubled per silent timeout.
-    fn update_timeout(&mut self) {
-        let base = self.rtt.timeout(MIN_PATH_TIMEOUT).min(MAX_PATH_TIMEOUT);
-        let backed_off = base * 2u32.saturating_pow(self.timeout_backoff.min(5));
-        self.timeout = backed_off.min(MAX_PATH_TIMEOUT * 4);
-    }
-
-    /// Declares everything in flight lost: the path is silent.
+    /// The path is silent: everything in flight is declared lost (and kept,
+    /// so that a late acknowledgement still counts), the path is down until
+    /// heard from, and the controller is told (a loss-based one collapses
+    /// its window; BBR keeps its model, see `cc::bbr`).
     pub fn on_timeout(&mut self, now: Instant) {
+        self.on_timeout_observed(now, |_| {});
+    }
+
+    /// [`PathSender::on_timeout`], telling `observe` each packet it declares lost.
+    pub fn on_timeout_observed(&mut self, now: Instant, mut observe: impl FnMut(u64)) {
+        let front = self.in_flight.front().map_or(self.next_pseq, |p| p.pseq);
+        let start = self.first_live_pseq.saturating_sub(front) as usize;
         let lost: Vec<(Instant, u64)> = self
             .in_flight
             .iter()
+            .skip(start)
             .filter(|p| !p.resolved)
-            .map(|p| (p.sent, p.bytes))
+            .map(|p| {
+                observe(p.pseq);
+                (p.sent, p.bytes)
+            })
             .collect();
-        self.in_flight.clear();
+        self.first_live_pseq = self.next_pseq;
         for (sent, bytes) in lost {
             self.bytes_in_flight -= bytes;
             self.counters.lost_packets += 1;
             self.loss.on_lost();
             self.cc.on_loss(now, sent, bytes, self.bytes_in_flight);
         }
+        // Late acks are matched only within the ack bitmap's reach.
+        let keep = 2 * 64;
+        while self.in_flight.len() > keep {
+            self.in_flight.pop_front();
+        }
         self.counters.timeouts += 1;
-        self.timeout_backoff += 1;
-        self.update_timeout();
-        self.last_progress = now;
+        if self.liveness.on_silence(now) {
+            self.counters.down_events += 1;
+        }
         self.cc.on_timeout(now);
     }
 
@@ -340,9 +388,20 @@ impl PathSender {
         !self.cwnd_open(bytes) && now - self.last_progress > patience
     }
 
-    /// A path is suspect while it has timed out and not been heard from since.
+    /// A path is suspect while it is down (silent, not heard from since).
     pub fn is_suspect(&self) -> bool {
-        self.timeout_backoff > 0
+        self.liveness.is_down()
+    }
+
+    /// Whether this down path is due a probe.
+    pub fn probe_due(&self, now: Instant) -> bool {
+        self.liveness.probe_due(now)
+    }
+
+    /// Records that the packet just sent was a probe.
+    pub fn on_probe_sent(&mut self, now: Instant) {
+        self.liveness.on_probe(now);
+        self.counters.probe_packets += 1;
     }
 
     /// Bandwidth estimate for schedulers: the controller's, else the Kalman filter's.
@@ -427,15 +486,41 @@ mod tests {
     }
 
     #[test]
-    fn silence_times_out() {
+    fn silence_marks_the_path_down_until_heard_and_late_acks_still_count() {
         let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
-        let t0 = Instant::from_nanos(1);
-        p.on_sent(t0, 0, 1000, false);
-        let at = p.timeout_at().unwrap();
-        assert!(at > t0);
-        p.on_timeout(at);
-        assert_eq!(p.bytes_in_flight(), 0);
+        let t0 = Instant::from_nanos(1_000_000);
+        let rtt = Duration::from_millis(40);
+        // A steady round trip, so its deviation is small.
+        for g in 0..40 {
+            p.on_sent(t0 + rtt * g, u64::from(g), 1000, false);
+            p.on_ack(t0 + rtt * (g + 1), &ack(g, 0), &mut None);
+        }
+        let t1 = t0 + rtt * 40;
+        for g in 41..44 {
+            p.on_sent(t1, g, 1000, false);
+        }
+        // Silent for the round trip plus a quarter of it: down, all lost.
+        assert_eq!(p.timeout_at(), Some(t1 + Duration::from_millis(50)));
+        p.on_timeout(t1 + Duration::from_millis(50));
         assert!(p.is_suspect());
+        assert_eq!(p.bytes_in_flight(), 0);
+        assert_eq!(p.counters.lost_packets, 3);
+        assert_eq!(p.counters.down_events, 1);
         assert_eq!(p.timeout_at(), None);
+        assert!(p.probe_due(t1 + Duration::from_millis(50)));
+        // A probe goes out; the next silence is counted from it.
+        let t2 = t1 + Duration::from_millis(60);
+        p.on_sent(t2, 44, 1000, false);
+        p.on_probe_sent(t2);
+        assert_eq!(p.counters.probe_packets, 1);
+        assert!(!p.probe_due(t2));
+        // The ack of the probe also covers a packet declared lost: the path
+        // is up, the late one counts as delivered, nothing is freed twice.
+        p.on_ack(t2 + rtt, &ack(43, 0b1), &mut None);
+        assert!(!p.is_suspect());
+        assert_eq!(p.counters.late_acks, 1);
+        assert_eq!(p.counters.acked_packets, 42);
+        assert_eq!(p.bytes_in_flight(), 0);
+        assert_eq!(p.counters.down_events, 1);
     }
 }

@@ -57,6 +57,21 @@ impl RangeSet {
         }
     }
 
+    /// Whether any number of `lo..hi` is in the set.
+    pub fn overlaps(&self, lo: u64, hi: u64) -> bool {
+        lo < hi
+            && self
+                .ranges
+                .range(..hi)
+                .next_back()
+                .is_some_and(|(_, &e)| e > lo)
+    }
+
+    /// The ranges, lowest first, as `(start, end)` with `end` exclusive.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, u64)> + '_ {
+        self.ranges.iter().map(|(&s, &e)| (s, e))
+    }
+
     /// Drops the highest range (to bound memory: forgetting a known loss
     /// only costs a hole timeout).
     pub fn pop_last(&mut self) {

@@ -18,11 +18,33 @@
 
 use std::time::Duration;
 
+use super::params::{ParamError, Params};
 use super::{Decision, PathSet, PathView, SchedContext, Scheduler};
 use crate::time::Instant;
 
-#[derive(Debug)]
-pub struct EarliestArrival;
+#[derive(Debug, Default)]
+pub struct EarliestArrival {
+    /// `cost_first=1`: cheapest paths first; a costlier path carries only
+    /// what the cheaper ones cannot deliver before it goes stale.
+    cost_first: bool,
+}
+
+impl EarliestArrival {
+    pub fn from_params(params: &mut Params) -> Result<EarliestArrival, ParamError> {
+        let cost_first = match params.f64("cost_first")? {
+            None => false,
+            Some(v) if v == 0.0 || v == 1.0 => v == 1.0,
+            Some(v) => {
+                return Err(ParamError::Value {
+                    key: "cost_first".into(),
+                    value: v.to_string(),
+                    expected: "0 or 1",
+                })
+            }
+        };
+        Ok(EarliestArrival { cost_first })
+    }
+}
 
 /// Share of its estimated capacity a closed path is trusted to deliver
 /// ahead of a `SendBehind` packet: rate estimates are maxima, and a hole
@@ -54,54 +76,133 @@ impl Scheduler for EarliestArrival {
     }
 
     fn pick(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        // A path with no rate estimate yet is tried as soon as it may send.
-        if let Some(p) = ctx
-            .paths
-            .iter()
-            .find(|p| p.can_send && p.bandwidth_bps.is_none())
-        {
-            return Decision::Send(PathSet::one(p.index));
+        if !self.cost_first {
+            return pick_among(ctx, &|_| true);
         }
-        let live = || ctx.paths.iter().filter(|p| !p.suspect || p.can_send);
-        let base = live()
-            .filter_map(|p| p.owd_us)
-            .fold(f64::INFINITY, f64::min);
-        let base = if base.is_finite() { base } else { 0.0 };
-        let est = |p: &PathView| arrival_secs(p, ctx.now, ctx.packet_bytes, base);
-        let best_open = live()
-            .filter(|p| p.can_send)
-            .map(|p| (est(p), p.index))
-            .min_by(|a, b| a.0.total_cmp(&b.0));
-        let Some((open_est, open_index)) = best_open else {
-            return Decision::Wait;
-        };
-        // Every closed path that would deliver the head sooner than the best
-        // open one takes its share of the queue first: the bytes it delivers
-        // before the open path would deliver this packet (never more than it
-        // can send before queued packets go stale). A stalled path's
-        // estimates describe the past: never wait for it.
+        // Cost tiers, cheapest first: a tier's paths join the cheaper ones
+        // only when those cannot send now and cannot carry the backlog
+        // before it goes stale.
         let limit = ctx.queue_delay_limit.as_secs_f64();
-        let ahead: f64 = live()
-            .filter(|p| !p.can_send && !p.suspect && !p.stalled)
-            .filter_map(|p| {
-                let lead = open_est - est(p);
-                let bw = p.bandwidth_bps.unwrap_or(1.0).max(1.0);
-                (lead > 0.0).then(|| lead.min(limit) * bw / 8.0)
-            })
-            .sum();
-        if ahead <= 0.0 {
-            return Decision::Send(PathSet::one(open_index));
-        }
-        let ahead = (ahead * AHEAD_MARGIN) as u64;
-        if ahead + ctx.packet_bytes >= ctx.backlog_bytes {
-            Decision::Wait
-        } else {
-            Decision::SendBehind {
-                path: open_index,
-                ahead_bytes: ahead,
+        let mut tier = f64::NEG_INFINITY;
+        loop {
+            let Some(cost) = ctx
+                .paths
+                .iter()
+                .map(|p| p.cost)
+                .filter(|&c| c > tier)
+                .min_by(f64::total_cmp)
+            else {
+                return Decision::Wait;
+            };
+            tier = cost;
+            let allowed = |p: &PathView| p.cost <= tier;
+            let decision = pick_among(ctx, &allowed);
+            if decision != Decision::Wait {
+                return decision;
+            }
+            let carried: f64 = ctx
+                .paths
+                .iter()
+                .filter(|p| allowed(p) && !p.suspect)
+                .map(|p| limit * p.bandwidth_bps.unwrap_or(0.0) / 8.0)
+                .sum();
+            if carried * AHEAD_MARGIN >= ctx.backlog_bytes as f64 {
+                return Decision::Wait;
             }
         }
     }
+}
+
+/// Earliest arrival among the paths `allowed` admits.
+fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> Decision {
+    let paths = || ctx.paths.iter().filter(|p| allowed(p));
+    // A path with no rate estimate yet is tried as soon as it may send.
+    if let Some(p) = paths().find(|p| p.can_send && p.bandwidth_bps.is_none() && !p.suspect) {
+        return Decision::Send(PathSet::one(p.index));
+    }
+    // A down path (silent, see `path::Liveness`) gets only what the
+    // live ones cannot carry in time.
+    let live = || paths().filter(|p| !p.suspect);
+    let base = live()
+        .filter_map(|p| p.owd_us)
+        .fold(f64::INFINITY, f64::min);
+    let base = if base.is_finite() { base } else { 0.0 };
+    let est = |p: &PathView| arrival_secs(p, ctx.now, ctx.packet_bytes, base);
+    let best_open = live()
+        .filter(|p| p.can_send)
+        .map(|p| (est(p), p.index))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let Some((open_est, open_index)) = best_open else {
+        return last_resort(ctx, allowed);
+    };
+    // Every closed path that would deliver the head sooner than the best
+    // open one takes its share of the queue first: the bytes it delivers
+    // before the open path would deliver this packet (never more than it
+    // can send before queued packets go stale). A stalled path's
+    // estimates describe the past: never wait for it.
+    let limit = ctx.queue_delay_limit.as_secs_f64();
+    let ahead: f64 = live()
+        .filter(|p| !p.can_send && !p.stalled)
+        .filter_map(|p| {
+            let lead = open_est - est(p);
+            let bw = p.bandwidth_bps.unwrap_or(1.0).max(1.0);
+            (lead > 0.0).then(|| lead.min(limit) * bw / 8.0)
+        })
+        .sum();
+    if ahead <= 0.0 {
+        return Decision::Send(PathSet::one(open_index));
+    }
+    send_behind(ctx, open_index, ahead)
+}
+
+/// `SendBehind` on `path`, leaving `ahead` bytes (less the margin) for the
+/// paths that deliver sooner; waits if that is the whole backlog.
+fn send_behind(ctx: &SchedContext<'_>, path: usize, ahead: f64) -> Decision {
+    let ahead = (ahead * AHEAD_MARGIN) as u64;
+    if ahead + ctx.packet_bytes >= ctx.backlog_bytes {
+        Decision::Wait
+    } else {
+        Decision::SendBehind {
+            path,
+            ahead_bytes: ahead,
+        }
+    }
+}
+
+/// No live path may send now. The datagrams the measured live paths cannot
+/// send before they go stale would be dropped anyway, so they go where they
+/// may still arrive:
+///
+/// - a down path whose window is open, the one with the best past record
+///   first: a burst of loss looks like a blackout until it ends, and on a
+///   per-packet burst only sending ends it;
+/// - a path not measured yet whose pacing allows, window or not: on a long
+///   fast path the first acknowledgement takes a round trip, and a first
+///   window's worth of packets per round trip leaves most of the load to go
+///   stale for a second (issue 7, item 5). Its first rate sample then
+///   measures what it carried.
+///
+/// With no measured live path at all, these carry everything.
+fn last_resort(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> Decision {
+    let bw = |p: &PathView| p.bandwidth_bps.unwrap_or(0.0);
+    let paths = || ctx.paths.iter().filter(|p| allowed(p));
+    let down = paths()
+        .filter(|p| p.suspect && p.can_send)
+        .max_by(|a, b| bw(a).total_cmp(&bw(b)));
+    let unmeasured =
+        || paths().find(|p| !p.suspect && p.bandwidth_bps.is_none() && p.ready_at <= ctx.now);
+    let Some(target) = down.or_else(unmeasured) else {
+        return Decision::Wait;
+    };
+    let limit = ctx.queue_delay_limit.as_secs_f64();
+    let live_bytes: f64 = paths()
+        .filter(|p| !p.suspect)
+        .map(|p| limit * bw(p) / 8.0)
+        .sum();
+    if live_bytes <= 0.0 {
+        return Decision::Send(PathSet::one(target.index));
+    }
+    send_behind(ctx, target.index, live_bytes)
 }
 
 #[cfg(test)]

@@ -30,7 +30,13 @@ use super::{Decision, PathInfo, PathSet, PathView, SchedContext, Scheduler};
 use crate::time::Instant;
 use crate::wire::LossEntry;
 
-pub const DEFAULT_T_REPORT: Duration = Duration::from_millis(50);
+/// braid's report interval for lawrr. The paper uses 50 ms; every report
+/// interval is a window in which overload on the fixed line goes unanswered,
+/// and at start-up (`w_mobile` = 0, the whole load on the fixed line) that is
+/// where nearly all of lawrr's loss happens. 20 ms cuts that loss by more
+/// than half for 50 reports a second: at two paths a report is about 60 bytes
+/// with its IP and UDP headers, 24 kbit/s of feedback.
+pub const DEFAULT_T_REPORT: Duration = Duration::from_millis(20);
 
 #[derive(Debug)]
 pub struct LossAdaptiveWrr {
@@ -51,7 +57,7 @@ pub struct LossAdaptiveWrr {
 }
 
 impl LossAdaptiveWrr {
-    /// `k` (0.5), `t_dwd` (250ms), `t_report` (50ms, read by the receiver),
+    /// `k` (0.5), `t_dwd` (250ms), `t_report` (20ms, read by the receiver),
     /// `w_fixed` (50), `w_mobile_max` (45), `fixed=NAME` (the first path),
     /// `delay` (5ms, or `off`).
     pub fn from_params(

@@ -34,6 +34,13 @@ impl PathSet {
     pub fn one(index: usize) -> PathSet {
         PathSet(1 << index)
     }
+    /// Paths `0..n`.
+    pub fn all(n: usize) -> PathSet {
+        PathSet(if n >= 64 { u64::MAX } else { (1 << n) - 1 })
+    }
+    pub fn contains(self, index: usize) -> bool {
+        index < 64 && self.0 & (1 << index) != 0
+    }
     pub fn insert(&mut self, index: usize) {
         self.0 |= 1 << index;
     }
@@ -116,7 +123,11 @@ pub trait Scheduler: fmt::Debug + Send {
 #[derive(Debug, Clone)]
 pub struct PathInfo {
     pub name: String,
+    /// Relative monetary cost: finite and positive.
     pub cost: f64,
+    /// BATCP's per-path weight of throughput (its cost weight is one minus
+    /// it); `None`: the scheduler's own.
+    pub weight_throughput: Option<f64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -172,7 +183,9 @@ pub fn build(spec: &str, paths: &[PathInfo]) -> Result<Box<dyn Scheduler>, Sched
         "most-free-cwnd" => Box::new(most_free_cwnd::MostFreeCwnd),
         "lawrr" => Box::new(lawrr::LossAdaptiveWrr::from_params(&mut params, paths).map_err(wrap)?),
         "min-rtt" => Box::new(min_rtt::MinRtt),
-        "earliest-arrival" => Box::new(earliest_arrival::EarliestArrival),
+        "earliest-arrival" => {
+            Box::new(earliest_arrival::EarliestArrival::from_params(&mut params).map_err(wrap)?)
+        }
         "redundant" => Box::new(redundant::Redundant),
         _ => unreachable!("name comes from NAMES"),
     };
@@ -180,14 +193,20 @@ pub fn build(spec: &str, paths: &[PathInfo]) -> Result<Box<dyn Scheduler>, Sched
     Ok(s)
 }
 
+/// The papers' loss-report interval, the default for every scheduler but lawrr.
+pub const PAPERS_T_REPORT: Duration = Duration::from_millis(50);
+
 /// The report interval a scheduler spec asks the receiver for (`t_report=`),
-/// or the papers' 50 ms.
+/// or that scheduler's default.
 pub fn report_interval(spec: &str) -> Result<Duration, ParamError> {
-    let rest = spec.split_once(':').map_or("", |(_, r)| r);
+    let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
     let mut params = Params::parse(rest)?;
-    Ok(params
-        .duration("t_report")?
-        .unwrap_or(lawrr::DEFAULT_T_REPORT))
+    let default = if name == "lawrr" {
+        lawrr::DEFAULT_T_REPORT
+    } else {
+        PAPERS_T_REPORT
+    };
+    Ok(params.duration("t_report")?.unwrap_or(default))
 }
 
 #[cfg(test)]

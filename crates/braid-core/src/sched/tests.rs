@@ -7,6 +7,7 @@ fn infos(n: usize) -> Vec<PathInfo> {
         .map(|i| PathInfo {
             name: format!("p{}", i + 1),
             cost: 1.0,
+            weight_throughput: None,
         })
         .collect()
 }
@@ -69,8 +70,18 @@ fn build_rejects_bad_specs() {
         assert_eq!(build(name, &infos(2)).unwrap().name(), *name);
     }
     assert_eq!(
-        report_interval("lawrr:t_report=20ms").unwrap(),
+        report_interval("lawrr:t_report=35ms").unwrap(),
+        Duration::from_millis(35)
+    );
+    assert_eq!(report_interval("lawrr").unwrap(), Duration::from_millis(20));
+    assert_eq!(
+        report_interval("lawrr:k=1").unwrap(),
         Duration::from_millis(20)
+    );
+    assert_eq!(report_interval("rr").unwrap(), Duration::from_millis(50));
+    assert_eq!(
+        report_interval("batcp:cost_weight=0.5").unwrap(),
+        Duration::from_millis(50)
     );
 }
 

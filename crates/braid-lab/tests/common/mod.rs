@@ -3,35 +3,13 @@
 
 #![allow(dead_code)] // each test file uses its own subset of the helpers
 
-use std::io::Write;
 use std::process::Output;
 use std::time::Duration;
 
 use braid_lab::control::HeldTimes;
 use braid_lab::{EmulatorProgram, LabStatus, Side, UpOptions};
 
-/// True when the tests may create namespaces. Without root they cannot run:
-/// in CI that is a failure, elsewhere the test says so and skips. The skip
-/// is written to the process's stderr itself, which the test harness does
-/// not capture (it captures `eprintln!`), so it shows in a normal run.
-pub fn have_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("lab tests need root to create network namespaces, and CI must run them");
-    }
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("a lab test")
-        .to_owned();
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED (needs root to create network namespaces): {test}"
-    );
-    false
-}
+pub use braid_lab::root_guard::have_root_or_skip as have_root;
 
 /// Serialization time of `ip_bytes` at `bps`, as the emulator computes it.
 pub fn serialization(ip_bytes: u64, bps: u64) -> Duration {

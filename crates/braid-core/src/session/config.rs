@@ -1,0 +1,162 @@
+//! What a session needs to know: keys, paths with their roles, timers.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::cc::CcKind;
+use crate::crypto::{PresharedKey, PublicKey, StaticKeypair, TRANSPORT_OVERHEAD};
+use crate::reseq::ReseqConfig;
+use crate::sched;
+use crate::wire::DATA_HEADER_LEN;
+
+/// Most paths one session may have (the handshake carries the list).
+pub const MAX_SESSION_PATHS: usize = 16;
+
+/// Bytes a session adds to each inner packet inside the UDP payload: the
+/// bonding data header (22) and the transport header and tag (9 + 16).
+pub const SESSION_OVERHEAD: usize = DATA_HEADER_LEN + TRANSPORT_OVERHEAD;
+
+/// Largest inner packet that fits a path MTU of `path_mtu` bytes, with the
+/// outer IPv4 (20) or IPv6 (40) and UDP (8) headers.
+pub const fn tunnel_mtu(path_mtu: usize, ipv6_paths: bool) -> usize {
+    let ip_udp = if ipv6_paths { 48 } else { 28 };
+    path_mtu.saturating_sub(ip_udp + SESSION_OVERHEAD)
+}
+
+/// How a path is used (paper multipath-bonding-layer3's fixed-line-first
+/// policy). The session enforces `Backup`; `Overflow` is carried to the
+/// scheduler configuration and is scheduled like `Primary` for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+pub enum PathRole {
+    #[default]
+    Primary,
+    /// Carries what the primary paths cannot.
+    Overflow,
+    /// Carries data only while no primary or overflow path is up.
+    Backup,
+}
+
+impl PathRole {
+    pub(crate) fn to_wire(self) -> u8 {
+        match self {
+            PathRole::Primary => 0,
+            PathRole::Overflow => 1,
+            PathRole::Backup => 2,
+        }
+    }
+    pub(crate) fn from_wire(b: u8) -> Option<PathRole> {
+        match b {
+            0 => Some(PathRole::Primary),
+            1 => Some(PathRole::Overflow),
+            2 => Some(PathRole::Backup),
+            _ => None,
+        }
+    }
+}
+
+/// One path of a client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathConfig {
+    pub name: String,
+    pub role: PathRole,
+    /// BATCP cost weight (see [`crate::sched::PathInfo`]).
+    pub cost: f64,
+    /// Where the client sends this path's packets (the server's address).
+    pub remote: SocketAddr,
+}
+
+/// Timers and limits shared by both ends.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// `NAME[:key=value,...]`, see [`sched::build`].
+    pub scheduler: String,
+    pub cc: CcKind,
+    pub reseq: ReseqConfig,
+    pub max_queue_bytes: usize,
+    /// Largest inner packet [`super::Session::send`] accepts.
+    pub tunnel_mtu: usize,
+    /// A client probes a path that has been silent this long (and at most
+    /// once per interval). See [`super::PROBE_INTERVAL`] for the choice.
+    pub probe_interval: Duration,
+    /// A path silent this long is marked down.
+    pub path_down_after: Duration,
+    /// The client starts a new handshake when all paths have been silent
+    /// this long (the server may have restarted).
+    pub session_dead_after: Duration,
+    /// A handshake without a response is retried after this long.
+    pub handshake_retry: Duration,
+    /// Keys older than this are replaced by a new handshake.
+    pub rekey_after: Duration,
+    /// ...and so are keys that have protected this many packets.
+    pub rekey_after_packets: u64,
+    /// Replaced keys still decrypt for this long (packets in flight).
+    pub old_keys_kept: Duration,
+    /// Wall-clock time (since the Unix epoch) at `Instant::ZERO`: makes
+    /// handshake timestamps increase across client restarts, which is how
+    /// a server refuses replayed initiations.
+    pub wall_clock_at_epoch: Duration,
+}
+
+impl Default for SessionConfig {
+    fn default() -> SessionConfig {
+        SessionConfig {
+            scheduler: sched::DEFAULT.to_owned(),
+            cc: CcKind::Bbr,
+            reseq: ReseqConfig::default(),
+            max_queue_bytes: 8 << 20,
+            tunnel_mtu: tunnel_mtu(1500, true),
+            probe_interval: super::PROBE_INTERVAL,
+            path_down_after: super::PATH_DOWN_AFTER,
+            session_dead_after: Duration::from_millis(500),
+            handshake_retry: Duration::from_secs(1),
+            rekey_after: Duration::from_secs(120),
+            rekey_after_packets: 1 << 22,
+            old_keys_kept: Duration::from_secs(10),
+            wall_clock_at_epoch: Duration::ZERO,
+        }
+    }
+}
+
+/// A client: its identity, the server's, and its paths.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub local: StaticKeypair,
+    pub server: PublicKey,
+    pub psk: Option<PresharedKey>,
+    pub paths: Vec<PathConfig>,
+    pub session: SessionConfig,
+}
+
+/// A client the server accepts.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    pub public_key: PublicKey,
+    pub psk: Option<PresharedKey>,
+}
+
+/// A server: its identity, the clients it accepts, and limits.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    pub local: StaticKeypair,
+    pub peers: Vec<PeerConfig>,
+    pub session: SessionConfig,
+    /// Handshake initiations processed per second, over all clients (a
+    /// token bucket with this burst); the rest are dropped unread.
+    pub handshakes_per_second: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("no paths")]
+    NoPaths,
+    #[error("too many paths: {0} (at most {MAX_SESSION_PATHS})")]
+    TooManyPaths(usize),
+    #[error("scheduler: {0}")]
+    Scheduler(String),
+    #[error("peer {0:?} listed twice")]
+    DuplicatePeer(PublicKey),
+    #[error("tunnel MTU {0} is outside 576..=65000")]
+    TunnelMtu(usize),
+}

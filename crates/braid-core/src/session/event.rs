@@ -1,0 +1,40 @@
+//! What a session reports to its owner (`poll_event`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The first handshake completed, or one after the peer restarted
+    /// (its stream state was reset).
+    Connected {
+        peer_restarted: bool,
+    },
+    /// Keys were replaced by a new handshake; nothing was reset.
+    Rekeyed,
+    /// A path answered (first time, or again after being down).
+    PathUp {
+        path: u8,
+        remote: SocketAddr,
+    },
+    PathDown {
+        path: u8,
+        reason: PathDownReason,
+    },
+    /// The peer's address on a path changed (NAT rebinding); adopted
+    /// because the packet from the new address authenticated.
+    PathRebound {
+        path: u8,
+        from: SocketAddr,
+        to: SocketAddr,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathDownReason {
+    /// Nothing authenticated arrived on the path for this long.
+    Silent(Duration),
+    /// The session's keys were lost (handshake pending after the peer
+    /// stopped answering everywhere, or the peer restarted).
+    SessionReset,
+}

@@ -1,0 +1,163 @@
+//! The plaintext inside a transport message. Its first byte says what it
+//! is, its second byte names the path it was sent on (so the receiver can
+//! tell the path of a datagram from its authenticated content):
+//!
+//! ```text
+//! bonding data     0x11 path ...     (crate::wire data packet, to the Receiver)
+//! bonding feedback 0x12 path ...     (crate::wire feedback packet: skip frames
+//!                                     to the Receiver, acks and loss reports
+//!                                     to the Sender)
+//! probe            0xC1 path seq(4)  (client asks: is this path alive?)
+//! probe ack        0xC2 path seq(4)  (server answers on the same path)
+//! bundle           0xC3 path len(2) first(len) rest
+//!                                    (feedback riding with data: two of the
+//!                                     above, not bundles, on the same path)
+//! ```
+
+pub(crate) const PROBE: u8 = 0xC1;
+pub(crate) const PROBE_ACK: u8 = 0xC2;
+pub(crate) const BUNDLE: u8 = 0xC3;
+pub(crate) const PROBE_LEN: usize = 6;
+pub(crate) const BUNDLE_HEADER_LEN: usize = 4;
+const WIRE_DATA: u8 = (crate::wire::VERSION << 4) | 1;
+const WIRE_FEEDBACK: u8 = (crate::wire::VERSION << 4) | 2;
+
+/// One plaintext message, borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inner<'a> {
+    /// A bonding data packet, for the Receiver.
+    Data(&'a [u8]),
+    /// Skip notices from the peer's Sender, for our Receiver.
+    Skips(&'a [u8]),
+    /// Acks and loss reports from the peer's Receiver, for our Sender.
+    Feedback(&'a [u8]),
+    Probe(u32),
+    ProbeAck(u32),
+}
+
+/// A malformed plaintext (the peer authenticated it, so this is a bug or
+/// a version mismatch, still never a panic).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Malformed;
+
+/// Path byte and messages of a plaintext (one, or two for a bundle).
+pub(crate) fn parse(plain: &[u8]) -> Result<(u8, Inner<'_>, Option<Inner<'_>>), Malformed> {
+    let (&kind, rest) = plain.split_first().ok_or(Malformed)?;
+    let &path = rest.first().ok_or(Malformed)?;
+    if kind != BUNDLE {
+        return Ok((path, single(plain)?, None));
+    }
+    if plain.len() < BUNDLE_HEADER_LEN {
+        return Err(Malformed);
+    }
+    let len = usize::from(u16::from_be_bytes([plain[2], plain[3]]));
+    let body = &plain[BUNDLE_HEADER_LEN..];
+    if len > body.len() {
+        return Err(Malformed);
+    }
+    let (first, second) = body.split_at(len);
+    for part in [first, second] {
+        if part.first() == Some(&BUNDLE) || part.get(1) != Some(&path) {
+            return Err(Malformed);
+        }
+    }
+    Ok((path, single(first)?, Some(single(second)?)))
+}
+
+fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
+    match msg.first() {
+        Some(&WIRE_DATA) => Ok(Inner::Data(msg)),
+        Some(&WIRE_FEEDBACK) => match msg.get(2) {
+            Some(3) => Ok(Inner::Skips(msg)),
+            _ => Ok(Inner::Feedback(msg)),
+        },
+        Some(&PROBE) | Some(&PROBE_ACK) if msg.len() == PROBE_LEN => {
+            let seq = u32::from_be_bytes([msg[2], msg[3], msg[4], msg[5]]);
+            Ok(if msg[0] == PROBE {
+                Inner::Probe(seq)
+            } else {
+                Inner::ProbeAck(seq)
+            })
+        }
+        _ => Err(Malformed),
+    }
+}
+
+/// Writes a probe or probe ack; returns its length.
+pub(crate) fn emit_probe(kind: u8, path: u8, seq: u32, out: &mut [u8]) -> usize {
+    out[0] = kind;
+    out[1] = path;
+    out[2..6].copy_from_slice(&seq.to_be_bytes());
+    PROBE_LEN
+}
+
+/// Writes a bundle of `first` then `rest`; returns its length. Both must
+/// be messages for `path`, and `first` shorter than 64 KiB.
+pub(crate) fn emit_bundle(path: u8, first: &[u8], rest: &[u8], out: &mut [u8]) -> usize {
+    let len = BUNDLE_HEADER_LEN + first.len() + rest.len();
+    out[0] = BUNDLE;
+    out[1] = path;
+    out[2..4].copy_from_slice(&(first.len() as u16).to_be_bytes());
+    out[BUNDLE_HEADER_LEN..][..first.len()].copy_from_slice(first);
+    out[BUNDLE_HEADER_LEN + first.len()..len].copy_from_slice(rest);
+    len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(kind: u8, path: u8, seq: u32) -> Vec<u8> {
+        let mut b = vec![0u8; PROBE_LEN];
+        emit_probe(kind, path, seq, &mut b);
+        b
+    }
+
+    #[test]
+    fn probes_and_bundles_round_trip() {
+        assert_eq!(parse(&probe(PROBE, 2, 9)), Ok((2, Inner::Probe(9), None)));
+        assert_eq!(
+            parse(&probe(PROBE_ACK, 1, 7)),
+            Ok((1, Inner::ProbeAck(7), None))
+        );
+        let data = [WIRE_DATA, 1, 0, 0];
+        let fb = [WIRE_FEEDBACK, 1, 1];
+        let mut b = vec![0u8; 64];
+        let n = emit_bundle(1, &fb, &data, &mut b);
+        assert_eq!(
+            parse(&b[..n]),
+            Ok((1, Inner::Feedback(&fb), Some(Inner::Data(&data))))
+        );
+    }
+
+    #[test]
+    fn every_malformed_case_rejects() {
+        assert_eq!(parse(&[]), Err(Malformed));
+        assert_eq!(parse(&[PROBE]), Err(Malformed));
+        assert_eq!(parse(&probe(PROBE, 0, 1)[..5]), Err(Malformed));
+        assert_eq!(parse(&[0x99, 0, 0, 0, 0, 0]), Err(Malformed));
+        let data = [WIRE_DATA, 1, 0];
+        let mut b = vec![0u8; 64];
+        let n = emit_bundle(1, &data, &data, &mut b);
+        assert!(parse(&b[..n]).is_ok());
+        // Length beyond the bundle.
+        let mut long = b[..n].to_vec();
+        long[3] = 200;
+        assert_eq!(parse(&long), Err(Malformed));
+        // Header cut short.
+        assert_eq!(parse(&b[..3]), Err(Malformed));
+        // A part for another path.
+        let other = [WIRE_DATA, 2, 0];
+        let n2 = emit_bundle(1, &data, &other, &mut b);
+        assert_eq!(parse(&b[..n2]), Err(Malformed));
+        // A nested bundle.
+        let mut inner = vec![0u8; 16];
+        let k = emit_bundle(1, &data, &data, &mut inner);
+        let mut outer = vec![0u8; 64];
+        let n3 = emit_bundle(1, &inner[..k], &data, &mut outer);
+        assert_eq!(parse(&outer[..n3]), Err(Malformed));
+        // An empty second part.
+        let n4 = emit_bundle(1, &data, &[], &mut b);
+        assert_eq!(parse(&b[..n4]), Err(Malformed));
+    }
+}

@@ -1,0 +1,1038 @@
+//! A tunnel session with one peer, both directions, as a sans-IO state
+//! machine (quinn-proto's `Connection`, boringtun's `Tunn`): the Noise
+//! handshake, every packet encrypted and authenticated, the bonding
+//! [`Sender`] and [`Receiver`] inside, per-path liveness probes, NAT
+//! rebinding, key rotation and peer restarts.
+//!
+//! Method families: `handle_*` and `send` take input; `poll_*` give output;
+//! time is passed in. A client builds its session with
+//! [`Session::client`]; a server gets one per client from its
+//! [`Endpoint`].
+//!
+//! # Overhead per packet
+//!
+//! An inner packet of `n` bytes leaves as a UDP datagram of
+//! `n + SESSION_OVERHEAD` = `n + 47` bytes: the transport header (type 1,
+//! receiver index 4, counter 4), the bonding data header (22) and the AEAD
+//! tag (16). With IPv4 + UDP (28) that is 75 bytes per packet, 95 over
+//! IPv6. Feedback that rides with data in a bundle costs 4 bytes plus the
+//! feedback packet instead of a datagram of its own.
+//!
+//! # Probing
+//!
+//! A client probes each path on which it has received nothing
+//! authenticated, or sent nothing, for [`PROBE_INTERVAL`], at most once
+//! per interval; the server answers every probe on the same path. While
+//! traffic flows both ways on a path (data one way, acknowledgements the
+//! other) it is never silent that long, so probes cost nothing then; an
+//! idle path
+//! carries one probe (59 bytes over IPv4, 79 over IPv6) each way per
+//! 65 ms: 7.3 kbit/s (IPv4) or 9.7 kbit/s (IPv6) per direction, 0.73 % or
+//! 0.97 % of a 1 Mbit/s link. A path silent for [`PATH_DOWN_AFTER`]
+//! (250 ms) is marked down: its last packet arrived at most one one-way
+//! delay after the cut, so the cut is noticed within 250 ms plus that
+//! delay (under 300 ms for one-way delays under 50 ms). Silence after busy
+//! traffic is one probe interval plus one RTT, so paths with an RTT above
+//! about 185 ms should raise `path_down_after`.
+
+mod config;
+mod endpoint;
+mod event;
+mod frame;
+mod hello;
+mod stats;
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    tunnel_mtu, ClientConfig, ConfigError, EndpointConfig, PathConfig, PathRole, PeerConfig,
+    SessionConfig, MAX_SESSION_PATHS, SESSION_OVERHEAD,
+};
+pub use endpoint::{Endpoint, EndpointStats, PeerId};
+pub use event::{Event, PathDownReason};
+pub use stats::{DropCounters, DropReason, PathState, PathStats, SessionStats};
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use crate::crypto::handshake::{
+    self, HandshakeError, Initiator, INITIATION_TYPE, MAX_INITIATION_LEN, MAX_PAYLOAD,
+    RESPONSE_TYPE,
+};
+use crate::crypto::{
+    PresharedKey, PublicKey, ReplayError, StaticKeypair, TransportError, TransportKeys,
+    TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD, TRANSPORT_TYPE,
+};
+use crate::receiver::{Receiver, ReceiverConfig};
+use crate::reseq::Delivery;
+use crate::sched::{PathInfo, PathSet};
+use crate::sender::{self, Sender, SenderConfig};
+use crate::time::Instant;
+
+use frame::Inner;
+use hello::Initiation;
+
+/// Default probe interval (see the module documentation for the budget).
+pub const PROBE_INTERVAL: Duration = Duration::from_millis(65);
+/// Default silence after which a path is marked down.
+pub const PATH_DOWN_AFTER: Duration = Duration::from_millis(250);
+
+/// Bytes a caller's buffer for [`Session::poll_transmit`] must hold: the
+/// largest datagram a session sends.
+pub const MAX_DATAGRAM_LEN: usize =
+    sender::MAX_DATAGRAM + crate::wire::DATA_HEADER_LEN + TRANSPORT_OVERHEAD + 64;
+
+/// A datagram to send: `buf[..len]` of the buffer passed to `poll_transmit`,
+/// on the client's path `path`, to `remote`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmit {
+    pub path: u8,
+    pub remote: SocketAddr,
+    pub len: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SessionSendError {
+    #[error("no session keys yet (handshake pending)")]
+    NotConnected,
+    #[error("inner packet of {0} bytes exceeds the tunnel MTU")]
+    TooLarge(usize),
+    #[error("send queue full")]
+    QueueFull,
+}
+
+/// Client or server side.
+#[derive(Debug)]
+enum Role {
+    Client(Box<ClientState>),
+    Server,
+}
+
+#[derive(Debug)]
+struct ClientState {
+    local: StaticKeypair,
+    server: PublicKey,
+    psk: PresharedKey,
+    pending: Option<Pending>,
+    /// Path the next initiation goes out on.
+    next_handshake_path: u8,
+    last_initiation: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    initiator: Initiator,
+}
+
+/// The session's view of one path.
+#[derive(Debug)]
+struct Path {
+    name: String,
+    role: PathRole,
+    cost: f64,
+    remote: Option<SocketAddr>,
+    state: PathState,
+    last_rx: Option<Instant>,
+    last_tx: Option<Instant>,
+    last_probe: Option<Instant>,
+    /// A probe must go out now (after a handshake).
+    probe_now: bool,
+    probe_seq: u32,
+    probe_sent: Option<(u32, Instant)>,
+    probe_rtt: Option<Duration>,
+    tx_bytes: u64,
+    rx_bytes: u64,
+    tx_packets: u64,
+    rx_packets: u64,
+    probes_sent: u64,
+    times_down: u64,
+}
+
+impl Path {
+    fn new(name: String, role: PathRole, cost: f64, remote: Option<SocketAddr>) -> Path {
+        Path {
+            name,
+            role,
+            cost,
+            remote,
+            state: PathState::Unvalidated,
+            last_rx: None,
+            last_tx: None,
+            last_probe: None,
+            probe_now: false,
+            probe_seq: 0,
+            probe_sent: None,
+            probe_rtt: None,
+            tx_bytes: 0,
+            rx_bytes: 0,
+            tx_packets: 0,
+            rx_packets: 0,
+            probes_sent: 0,
+            times_down: 0,
+        }
+    }
+}
+
+/// Session-level messages waiting to be sealed.
+#[derive(Debug, Clone, Copy)]
+struct Control {
+    kind: u8,
+    path: u8,
+    seq: u32,
+}
+
+/// The keys of up to three handshakes.
+#[derive(Debug, Default)]
+struct KeySlots {
+    current: Option<TransportKeys>,
+    /// Replaced keys, still accepted until the instant beside them.
+    previous: Option<(TransportKeys, Instant)>,
+    /// Server: keys of a rekey the client has not used yet.
+    next: Option<TransportKeys>,
+}
+
+/// One tunnel session. See the module documentation.
+#[derive(Debug)]
+pub struct Session {
+    role: Role,
+    config: SessionConfig,
+    rng: ChaCha20Rng,
+    instance: u64,
+    peer_instance: Option<u64>,
+    paths: Vec<Path>,
+    sender: Sender,
+    receiver: Receiver,
+    keys: KeySlots,
+    handshake_out: VecDeque<(u8, SocketAddr, Vec<u8>)>,
+    control_out: VecDeque<Control>,
+    feedback_out: VecDeque<crate::sender::Transmit>,
+    events: VecDeque<Event>,
+    drops: DropCounters,
+    last_rx_any: Option<Instant>,
+    handshakes: u64,
+    rekeys: u64,
+    delivered: u64,
+    reseq_delay_max: Duration,
+    reseq_delay_sum: Duration,
+    last_now: Instant,
+}
+
+fn build_streams(
+    config: &SessionConfig,
+    paths: &[Path],
+) -> Result<(Sender, Receiver), ConfigError> {
+    let infos = paths
+        .iter()
+        .map(|p| PathInfo {
+            name: p.name.clone(),
+            cost: p.cost,
+            weight_throughput: None,
+        })
+        .collect();
+    let mut sc = SenderConfig::new(infos);
+    sc.scheduler = config.scheduler.clone();
+    sc.cc = config.cc;
+    sc.max_queue_bytes = config.max_queue_bytes;
+    let sender = Sender::new(sc).map_err(|e| ConfigError::Scheduler(e.to_string()))?;
+    let mut rc = ReceiverConfig::new(paths.len());
+    rc.reseq = config.reseq;
+    // Schedulers that learn from loss reports set their interval.
+    rc.report_interval = crate::sched::report_interval(&config.scheduler)
+        .map_err(|e| ConfigError::Scheduler(e.to_string()))?;
+    Ok((sender, Receiver::new(rc)))
+}
+
+fn check_config(config: &SessionConfig, paths: usize) -> Result<(), ConfigError> {
+    if paths == 0 {
+        return Err(ConfigError::NoPaths);
+    }
+    if paths > MAX_SESSION_PATHS {
+        return Err(ConfigError::TooManyPaths(paths));
+    }
+    if !(576..=sender::MAX_DATAGRAM).contains(&config.tunnel_mtu) {
+        return Err(ConfigError::TunnelMtu(config.tunnel_mtu));
+    }
+    Ok(())
+}
+
+impl Session {
+    /// A client session; its first handshake goes out at the first
+    /// `poll_transmit`/`handle_timeout`. `rng_seed` seeds every random
+    /// choice (ephemeral keys, indices): pass OS randomness outside tests.
+    pub fn client(config: ClientConfig, rng_seed: [u8; 32]) -> Result<Session, ConfigError> {
+        check_config(&config.session, config.paths.len())?;
+        let paths: Vec<Path> = config
+            .paths
+            .iter()
+            .map(|p| Path::new(p.name.clone(), p.role, p.cost, Some(p.remote)))
+            .collect();
+        let (sender, receiver) = build_streams(&config.session, &paths)?;
+        let role = Role::Client(Box::new(ClientState {
+            local: config.local,
+            server: config.server,
+            psk: config.psk.unwrap_or(PresharedKey::ZERO),
+            pending: None,
+            next_handshake_path: 0,
+            last_initiation: None,
+        }));
+        Ok(Session::assemble(
+            role,
+            config.session,
+            rng_seed,
+            paths,
+            sender,
+            receiver,
+        ))
+    }
+
+    fn assemble(
+        role: Role,
+        config: SessionConfig,
+        rng_seed: [u8; 32],
+        paths: Vec<Path>,
+        sender: Sender,
+        receiver: Receiver,
+    ) -> Session {
+        let mut rng = ChaCha20Rng::from_seed(rng_seed);
+        let instance = rng.next_u64();
+        let mut s = Session {
+            role,
+            config,
+            rng,
+            instance,
+            peer_instance: None,
+            paths,
+            sender,
+            receiver,
+            keys: KeySlots::default(),
+            handshake_out: VecDeque::new(),
+            control_out: VecDeque::new(),
+            feedback_out: VecDeque::new(),
+            events: VecDeque::new(),
+            drops: DropCounters::default(),
+            last_rx_any: None,
+            handshakes: 0,
+            rekeys: 0,
+            delivered: 0,
+            reseq_delay_max: Duration::ZERO,
+            reseq_delay_sum: Duration::ZERO,
+            last_now: Instant::ZERO,
+        };
+        s.update_usable(Instant::ZERO);
+        s
+    }
+
+    /// A server session from an accepted initiation (the [`Endpoint`]
+    /// checked the peer, its timestamp and the payload).
+    fn server(
+        config: &SessionConfig,
+        rng_seed: [u8; 32],
+        hello: &Initiation,
+    ) -> Result<Session, ConfigError> {
+        check_config(config, hello.roles.len())?;
+        let paths: Vec<Path> = hello
+            .roles
+            .iter()
+            .enumerate()
+            .map(|(i, &role)| Path::new(format!("path{i}"), role, 1.0, None))
+            .collect();
+        let (sender, receiver) = build_streams(config, &paths)?;
+        let mut s = Session::assemble(
+            Role::Server,
+            config.clone(),
+            rng_seed,
+            paths,
+            sender,
+            receiver,
+        );
+        s.peer_instance = Some(hello.instance);
+        Ok(s)
+    }
+
+    /// Whether keys are established (data can flow).
+    pub fn is_connected(&self) -> bool {
+        self.keys.current.is_some()
+    }
+
+    pub fn path_count(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// The bonding sender inside (per-path estimators, counters).
+    pub fn sender(&self) -> &Sender {
+        &self.sender
+    }
+
+    /// The bonding receiver inside (resequencer, counters).
+    pub fn receiver(&self) -> &Receiver {
+        &self.receiver
+    }
+
+    /// Offers an inner packet for the peer.
+    pub fn send(&mut self, now: Instant, packet: Vec<u8>) -> Result<(), SessionSendError> {
+        self.last_now = now;
+        if self.keys.current.is_none() {
+            self.drops.add(DropReason::NotConnected);
+            return Err(SessionSendError::NotConnected);
+        }
+        if packet.len() > self.config.tunnel_mtu {
+            return Err(SessionSendError::TooLarge(packet.len()));
+        }
+        self.sender.send(now, packet).map_err(|e| match e {
+            sender::SendError::QueueFull => SessionSendError::QueueFull,
+            sender::SendError::TooLarge(n) => SessionSendError::TooLarge(n),
+        })
+    }
+
+    /// A datagram from the network. `path` is the client's path it came in
+    /// on (`None` at a server, where the path is read from the
+    /// authenticated content); `bytes` is decrypted in place. Anything
+    /// that does not authenticate changes nothing but a drop counter.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        path: Option<u8>,
+        remote: SocketAddr,
+        bytes: &mut [u8],
+    ) -> Result<(), DropReason> {
+        self.last_now = now;
+        let result = self.dispatch(now, path, remote, bytes);
+        if let Err(reason) = result {
+            self.drops.add(reason);
+        }
+        result
+    }
+
+    fn dispatch(
+        &mut self,
+        now: Instant,
+        path: Option<u8>,
+        remote: SocketAddr,
+        bytes: &mut [u8],
+    ) -> Result<(), DropReason> {
+        if bytes.len() > MAX_DATAGRAM_LEN {
+            return Err(DropReason::Oversized);
+        }
+        match bytes.first() {
+            None => Err(DropReason::Truncated),
+            Some(&TRANSPORT_TYPE) => self.handle_transport(now, path, remote, bytes),
+            Some(&RESPONSE_TYPE) => self.handle_response(now, path, remote, bytes),
+            Some(&INITIATION_TYPE) => Err(DropReason::Unexpected),
+            Some(_) => Err(DropReason::UnknownType),
+        }
+    }
+
+    fn handle_response(
+        &mut self,
+        now: Instant,
+        path: Option<u8>,
+        remote: SocketAddr,
+        bytes: &[u8],
+    ) -> Result<(), DropReason> {
+        let Role::Client(client) = &mut self.role else {
+            return Err(DropReason::Unexpected);
+        };
+        let pending = &mut client.pending;
+        // Cheap checks first, so a stray response does not cost the
+        // pending handshake.
+        if bytes.len() < handshake::response_len(0) || bytes.len() > handshake::MAX_RESPONSE_LEN {
+            return Err(DropReason::Truncated);
+        }
+        let Some(p) = pending.as_ref() else {
+            return Err(DropReason::Unexpected);
+        };
+        let index = u32::from_be_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]);
+        if index != p.initiator.local_index {
+            return Err(DropReason::UnknownIndex);
+        }
+        let p = pending.take().expect("checked above");
+        let local_index = p.initiator.local_index;
+        let mut payload = [0u8; MAX_PAYLOAD];
+        let (split, remote_index, n) = p
+            .initiator
+            .finish(bytes, &mut payload)
+            .map_err(|_| DropReason::HandshakeInvalid)?;
+        let peer_instance =
+            hello::decode_response(&payload[..n]).map_err(|_| DropReason::HandshakeInvalid)?;
+        let keys = TransportKeys::new(&split.send, &split.recv, local_index, remote_index, now);
+        let first = self.peer_instance.is_none();
+        let restarted = self.peer_instance.is_some_and(|i| i != peer_instance);
+        self.peer_instance = Some(peer_instance);
+        self.install_keys(now, keys);
+        self.handshakes += 1;
+        if restarted {
+            self.reset_streams(now);
+        }
+        if first || restarted {
+            self.events.push_back(Event::Connected {
+                peer_restarted: restarted,
+            });
+        } else {
+            self.rekeys += 1;
+            self.events.push_back(Event::Rekeyed);
+        }
+        if let Some(p) = path.filter(|&p| usize::from(p) < self.paths.len()) {
+            self.path_heard(now, p, remote, bytes.len());
+        }
+        // Confirm the keys to the server and validate every path now.
+        for p in &mut self.paths {
+            p.probe_now = true;
+        }
+        Ok(())
+    }
+
+    /// Makes `keys` current; the current ones become previous.
+    fn install_keys(&mut self, now: Instant, keys: TransportKeys) {
+        if let Some(old) = self.keys.current.replace(keys) {
+            self.keys.previous = Some((old, now + self.config.old_keys_kept));
+        }
+    }
+
+    /// The peer restarted: its sequence numbers start over, so do ours.
+    fn reset_streams(&mut self, now: Instant) {
+        let (sender, receiver) = match build_streams(&self.config, &self.paths) {
+            Ok(s) => s,
+            Err(_) => unreachable!("the configuration was checked when the session was built"),
+        };
+        self.sender = sender;
+        self.receiver = receiver;
+        self.feedback_out.clear();
+        self.update_usable(now);
+    }
+
+    fn handle_transport(
+        &mut self,
+        now: Instant,
+        path: Option<u8>,
+        remote: SocketAddr,
+        bytes: &mut [u8],
+    ) -> Result<(), DropReason> {
+        let index = crate::crypto::receiver_index(bytes).map_err(transport_drop)?;
+        let slot = self.slot_for(index).ok_or(DropReason::UnknownIndex)?;
+        let keys = match slot {
+            Slot::Current => self.keys.current.as_mut(),
+            Slot::Previous => self.keys.previous.as_mut().map(|(k, _)| k),
+            Slot::Next => self.keys.next.as_mut(),
+        }
+        .expect("slot_for found it");
+        let range = keys.open(bytes).map_err(transport_drop)?;
+        if slot == Slot::Next {
+            // The client uses the keys of its latest handshake: confirmed.
+            let next = self.keys.next.take().expect("slot_for found it");
+            self.install_keys(now, next);
+            self.rekeys += 1;
+            self.events.push_back(Event::Rekeyed);
+        }
+        let wire_len = bytes.len();
+        self.handle_plain(now, path, remote, &bytes[range], wire_len)
+    }
+
+    fn slot_for(&self, index: u32) -> Option<Slot> {
+        if self
+            .keys
+            .current
+            .as_ref()
+            .is_some_and(|k| k.local_index == index)
+        {
+            Some(Slot::Current)
+        } else if self
+            .keys
+            .next
+            .as_ref()
+            .is_some_and(|k| k.local_index == index)
+        {
+            Some(Slot::Next)
+        } else if self
+            .keys
+            .previous
+            .as_ref()
+            .is_some_and(|(k, _)| k.local_index == index)
+        {
+            Some(Slot::Previous)
+        } else {
+            None
+        }
+    }
+
+    fn handle_plain(
+        &mut self,
+        now: Instant,
+        hint: Option<u8>,
+        remote: SocketAddr,
+        plain: &[u8],
+        wire_len: usize,
+    ) -> Result<(), DropReason> {
+        let (path, first, second) = frame::parse(plain).map_err(|_| DropReason::Malformed)?;
+        if usize::from(path) >= self.paths.len() {
+            return Err(DropReason::Malformed);
+        }
+        if hint.is_some_and(|h| h != path) {
+            return Err(DropReason::WrongPath);
+        }
+        self.path_heard(now, path, remote, wire_len);
+        self.handle_inner(now, path, first)?;
+        if let Some(second) = second {
+            self.handle_inner(now, path, second)?;
+        }
+        Ok(())
+    }
+
+    fn handle_inner(&mut self, now: Instant, path: u8, inner: Inner<'_>) -> Result<(), DropReason> {
+        match inner {
+            Inner::Data(msg) | Inner::Skips(msg) => self
+                .receiver
+                .handle_datagram(now, path, msg)
+                .map_err(|_| DropReason::Malformed),
+            Inner::Feedback(msg) => self
+                .sender
+                .handle_datagram(now, msg)
+                .map_err(|_| DropReason::Malformed),
+            Inner::Probe(seq) => {
+                self.control_out.push_back(Control {
+                    kind: frame::PROBE_ACK,
+                    path,
+                    seq,
+                });
+                Ok(())
+            }
+            Inner::ProbeAck(seq) => {
+                let p = &mut self.paths[usize::from(path)];
+                if let Some((sent_seq, at)) = p.probe_sent {
+                    if sent_seq == seq {
+                        p.probe_rtt = Some(now - at);
+                        p.probe_sent = None;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Something authenticated arrived on `path` from `remote`.
+    fn path_heard(&mut self, now: Instant, path: u8, remote: SocketAddr, len: usize) {
+        self.last_rx_any = Some(now);
+        let p = &mut self.paths[usize::from(path)];
+        p.last_rx = Some(now);
+        p.rx_bytes += len as u64;
+        p.rx_packets += 1;
+        match p.remote {
+            Some(old) if old != remote => {
+                p.remote = Some(remote);
+                self.events.push_back(Event::PathRebound {
+                    path,
+                    from: old,
+                    to: remote,
+                });
+            }
+            None => p.remote = Some(remote),
+            _ => {}
+        }
+        if p.state != PathState::Up {
+            p.state = PathState::Up;
+            self.events.push_back(Event::PathUp { path, remote });
+            self.update_usable(now);
+        }
+    }
+
+    /// Tells the sender which paths it may use: the up ones, and backups
+    /// only while no primary or overflow path is up.
+    fn update_usable(&mut self, now: Instant) {
+        let mut main = PathSet::default();
+        let mut backup = PathSet::default();
+        for (i, p) in self.paths.iter().enumerate() {
+            if p.state == PathState::Up {
+                if p.role == PathRole::Backup {
+                    backup.insert(i);
+                } else {
+                    main.insert(i);
+                }
+            }
+        }
+        let usable = if main.is_empty() { backup } else { main };
+        if usable != self.sender.usable_paths() {
+            self.sender.set_usable_paths(now, usable);
+        }
+    }
+
+    /// Writes the next datagram to send into `buf` (at least
+    /// [`MAX_DATAGRAM_LEN`] bytes). Call until `None` after any input.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        assert!(
+            buf.len() >= MAX_DATAGRAM_LEN,
+            "poll_transmit buffer too small"
+        );
+        self.last_now = now;
+        if let Some((path, remote, msg)) = self.handshake_out.pop_front() {
+            buf[..msg.len()].copy_from_slice(&msg);
+            self.count_tx(path, msg.len());
+            return Some(Transmit {
+                path,
+                remote,
+                len: msg.len(),
+            });
+        }
+        while let Some(t) = self.receiver.poll_transmit() {
+            self.feedback_out.push_back(t);
+        }
+        if self.keys.current.is_none() {
+            // Nothing can be sealed; whatever the streams produced is lost.
+            while self.sender.poll_transmit().is_some() {}
+            self.feedback_out.clear();
+            self.control_out.clear();
+            return None;
+        }
+        while let Some(c) = self.control_out.pop_front() {
+            let len = frame::emit_probe(c.kind, c.path, c.seq, &mut buf[TRANSPORT_HEADER_LEN..]);
+            if let Some(t) = self.seal(c.path, buf, len) {
+                return Some(t);
+            }
+        }
+        while let Some(t) = self.sender.poll_transmit() {
+            let body = &mut buf[TRANSPORT_HEADER_LEN..];
+            let room = MAX_DATAGRAM_LEN - TRANSPORT_OVERHEAD;
+            let fb = self.feedback_out.iter().position(|f| {
+                f.path == t.path
+                    && frame::BUNDLE_HEADER_LEN + f.data.len() + t.data.len() <= room
+                    && f.data.len() <= usize::from(u16::MAX)
+            });
+            let len = match fb {
+                Some(i) => {
+                    let f = self.feedback_out.remove(i).expect("position found it");
+                    frame::emit_bundle(t.path, &f.data, &t.data, body)
+                }
+                None => {
+                    body[..t.data.len()].copy_from_slice(&t.data);
+                    t.data.len()
+                }
+            };
+            if let Some(out) = self.seal(t.path, buf, len) {
+                return Some(out);
+            }
+        }
+        while let Some(f) = self.feedback_out.pop_front() {
+            buf[TRANSPORT_HEADER_LEN..][..f.data.len()].copy_from_slice(&f.data);
+            if let Some(out) = self.seal(f.path, buf, f.data.len()) {
+                return Some(out);
+            }
+        }
+        None
+    }
+
+    /// Seals the plaintext at `buf[TRANSPORT_HEADER_LEN..][..len]` for
+    /// `path`; `None` (and a drop counted) if it cannot leave.
+    fn seal(&mut self, path: u8, buf: &mut [u8], len: usize) -> Option<Transmit> {
+        let Some(remote) = self.paths.get(usize::from(path)).and_then(|p| p.remote) else {
+            self.drops.add(DropReason::NoRemote);
+            return None;
+        };
+        let keys = self.keys.current.as_mut()?;
+        match keys.seal(buf, len) {
+            Ok(n) => {
+                self.count_tx(path, n);
+                Some(Transmit {
+                    path,
+                    remote,
+                    len: n,
+                })
+            }
+            Err(_) => {
+                self.drops.add(DropReason::KeyExhausted);
+                None
+            }
+        }
+    }
+
+    fn count_tx(&mut self, path: u8, len: usize) {
+        if let Some(p) = self.paths.get_mut(usize::from(path)) {
+            p.last_tx = Some(self.last_now);
+            p.tx_bytes += len as u64;
+            p.tx_packets += 1;
+        }
+    }
+
+    /// The next inner packet from the peer, in order.
+    pub fn poll_deliver(&mut self) -> Option<Delivery> {
+        let d = self.receiver.poll_deliver()?;
+        self.delivered += 1;
+        self.reseq_delay_max = self.reseq_delay_max.max(d.held);
+        self.reseq_delay_sum = self.reseq_delay_sum.saturating_add(d.held);
+        Some(d)
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When `handle_timeout` next has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = [self.sender.poll_timeout(), self.receiver.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        let mut take = |x: Option<Instant>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        for p in &self.paths {
+            take(self.down_deadline(p));
+            take(self.probe_due(p));
+        }
+        take(self.handshake_due());
+        take(self.keys.previous.as_ref().map(|(_, until)| *until));
+        // Never in the past: the caller would spin.
+        t.map(|t| t.max(self.last_now))
+    }
+
+    fn down_deadline(&self, p: &Path) -> Option<Instant> {
+        (p.state == PathState::Up)
+            .then(|| p.last_rx.map(|t| t + self.config.path_down_after))
+            .flatten()
+    }
+
+    /// When a client next probes `p` (only with keys).
+    fn probe_due(&self, p: &Path) -> Option<Instant> {
+        if !matches!(self.role, Role::Client(_)) || self.keys.current.is_none() {
+            return None;
+        }
+        if p.probe_now {
+            return Some(self.last_now);
+        }
+        // Either direction silent for an interval: a path the scheduler
+        // leaves idle still gets loss reports from the server, and a path
+        // that only carries data still needs to hear back.
+        let interval = self.config.probe_interval;
+        let heard = p.last_rx.map_or(Instant::ZERO, |t| t + interval);
+        let said = p.last_tx.map_or(Instant::ZERO, |t| t + interval);
+        let after_probe = p.last_probe.map_or(Instant::ZERO, |t| t + interval);
+        Some(heard.min(said).max(after_probe))
+    }
+
+    /// When a client next starts a handshake.
+    fn handshake_due(&self) -> Option<Instant> {
+        let Role::Client(client) = &self.role else {
+            return None;
+        };
+        let retry = client
+            .last_initiation
+            .map_or(Instant::ZERO, |t| t + self.config.handshake_retry);
+        if client.pending.is_some() {
+            return Some(retry);
+        }
+        let Some(current) = &self.keys.current else {
+            return Some(retry);
+        };
+        let mut due = current.created + self.config.rekey_after;
+        if current.sent() >= self.config.rekey_after_packets {
+            due = Instant::ZERO;
+        }
+        if let Some(t) = self.last_rx_any {
+            // Nothing heard anywhere: the server may have lost our keys.
+            due = due.min(t + self.config.session_dead_after);
+        }
+        Some(due.max(retry))
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.last_now = now;
+        self.sender.handle_timeout(now);
+        self.receiver.handle_timeout(now);
+        let mut changed = false;
+        for (i, p) in self.paths.iter_mut().enumerate() {
+            let silent = p.last_rx.map(|t| now - t);
+            if p.state == PathState::Up && silent.is_some_and(|s| s >= self.config.path_down_after)
+            {
+                p.state = PathState::Down;
+                p.times_down += 1;
+                changed = true;
+                self.events.push_back(Event::PathDown {
+                    path: i as u8,
+                    reason: PathDownReason::Silent(silent.unwrap_or_default()),
+                });
+            }
+        }
+        if changed {
+            self.update_usable(now);
+        }
+        for i in 0..self.paths.len() {
+            if self.probe_due(&self.paths[i]).is_some_and(|t| t <= now) {
+                let p = &mut self.paths[i];
+                p.probe_now = false;
+                p.last_probe = Some(now);
+                p.probe_seq = p.probe_seq.wrapping_add(1);
+                p.probe_sent = Some((p.probe_seq, now));
+                p.probes_sent += 1;
+                self.control_out.push_back(Control {
+                    kind: frame::PROBE,
+                    path: i as u8,
+                    seq: p.probe_seq,
+                });
+            }
+        }
+        if self
+            .keys
+            .previous
+            .as_ref()
+            .is_some_and(|(_, until)| *until <= now)
+        {
+            self.keys.previous = None;
+        }
+        if self.handshake_due().is_some_and(|t| t <= now) {
+            self.initiate(now);
+        }
+    }
+
+    /// Client: sends a new initiation on the next path in turn, preferring
+    /// paths that are up.
+    fn initiate(&mut self, now: Instant) {
+        let n = self.paths.len();
+        let local_index = self.rng.next_u32();
+        let mut seed = [0u8; 32];
+        self.rng.fill_bytes(&mut seed);
+        let Role::Client(client) = &mut self.role else {
+            return;
+        };
+        // Set first: whatever happens below, the next try waits a retry
+        // interval (a due timer that is never cleared would spin).
+        client.last_initiation = Some(now);
+        let start = usize::from(client.next_handshake_path) % n;
+        let path = (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&i| self.paths[i].state == PathState::Up)
+            .unwrap_or(start);
+        client.next_handshake_path = ((path + 1) % n) as u8;
+        let timestamp = self.config.wall_clock_at_epoch + now.since_epoch();
+        let hello = Initiation {
+            timestamp_ns: timestamp.as_nanos() as u64,
+            instance: self.instance,
+            path: path as u8,
+            roles: self.paths.iter().map(|p| p.role).collect(),
+        };
+        let mut msg = vec![0u8; MAX_INITIATION_LEN];
+        let started = Initiator::start(
+            &client.local,
+            &client.server,
+            &client.psk,
+            seed,
+            local_index,
+            &hello.encode(),
+            &mut msg,
+        );
+        let (initiator, len) = match started {
+            Ok(s) => s,
+            Err(HandshakeError::PayloadTooLarge | HandshakeError::Length(_)) => {
+                unreachable!("{MAX_SESSION_PATHS} roles fit the handshake payload")
+            }
+            Err(_) => return,
+        };
+        msg.truncate(len);
+        client.pending = Some(Pending { initiator });
+        let remote = self.paths[path].remote.expect("client paths have a remote");
+        self.handshake_out.push_back((path as u8, remote, msg));
+    }
+
+    /// A snapshot for `braid status`.
+    pub fn stats(&self, now: Instant) -> SessionStats {
+        let paths = self
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let s = self.sender.path(i);
+                PathStats {
+                    name: p.name.clone(),
+                    role: p.role,
+                    state: p.state,
+                    remote: p.remote,
+                    rtt: s.rtt.srtt().or(p.probe_rtt),
+                    min_rtt: s.rtt.min_rtt(),
+                    queueing_delay: s.owd.queueing(now),
+                    owd_floor_us: s.owd.has_samples().then(|| s.owd.floor_us(now)),
+                    loss: s.loss.recent(),
+                    cwnd_bytes: s.cc().cwnd_bytes(),
+                    in_flight_bytes: s.bytes_in_flight(),
+                    send_rate_bps: s.bandwidth_bps(),
+                    tx_bytes: p.tx_bytes,
+                    rx_bytes: p.rx_bytes,
+                    tx_packets: p.tx_packets,
+                    rx_packets: p.rx_packets,
+                    probes_sent: p.probes_sent,
+                    times_down: p.times_down,
+                    silent_for: p.last_rx.map(|t| now - t),
+                }
+            })
+            .collect();
+        let c = &self.sender.counters;
+        SessionStats {
+            established: self.is_connected(),
+            paths,
+            handshakes: self.handshakes,
+            rekeys: self.rekeys,
+            reseq_held_packets: self.receiver.resequencer().held_packets(),
+            reseq_held_bytes: self.receiver.resequencer().held_bytes(),
+            reseq_delay_max: self.reseq_delay_max,
+            reseq_delay_mean: if self.delivered == 0 {
+                Duration::ZERO
+            } else {
+                Duration::from_secs_f64(self.reseq_delay_sum.as_secs_f64() / self.delivered as f64)
+            },
+            delivered: self.delivered,
+            send_queue_bytes: self.sender.queued_bytes(),
+            send_dropped: c.dropped_stale + c.rejected_queue_full + c.dropped_by_scheduler,
+            drops: self.drops.clone(),
+        }
+    }
+
+    /// Receiver indices this session's keys answer to (for an endpoint's
+    /// demultiplexer).
+    fn local_indices(&self) -> impl Iterator<Item = u32> + '_ {
+        self.keys
+            .current
+            .iter()
+            .chain(self.keys.next.iter())
+            .chain(self.keys.previous.iter().map(|(k, _)| k))
+            .map(|k| k.local_index)
+    }
+
+    /// Server: installs the keys of an accepted initiation (for a new
+    /// session, or a rekey from the same client instance).
+    fn accept_handshake(
+        &mut self,
+        now: Instant,
+        keys: TransportKeys,
+        hello: &Initiation,
+        remote: SocketAddr,
+        len: usize,
+    ) {
+        if self.keys.current.is_none() {
+            self.keys.current = Some(keys);
+        } else {
+            self.keys.next = Some(keys);
+        }
+        self.handshakes += 1;
+        self.path_heard(now, hello.path, remote, len);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Current,
+    Previous,
+    Next,
+}
+
+fn transport_drop(e: TransportError) -> DropReason {
+    match e {
+        TransportError::Truncated(_) => DropReason::Truncated,
+        TransportError::NotTransport => DropReason::UnknownType,
+        TransportError::KeyExhausted => DropReason::KeyExhausted,
+        TransportError::Replay(ReplayError::Replayed) => DropReason::Replayed,
+        TransportError::Replay(ReplayError::TooOld | ReplayError::Exhausted) => DropReason::TooOld,
+        TransportError::Open(_) => DropReason::Authentication,
+        TransportError::BufferTooSmall => DropReason::Oversized,
+    }
+}

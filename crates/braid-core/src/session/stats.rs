@@ -1,0 +1,198 @@
+//! Counters and snapshots for `braid status`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::config::PathRole;
+
+/// Why a datagram was dropped. Every drop is counted under one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Shorter than any message of its type.
+    Truncated,
+    /// Longer than anything a peer sends.
+    Oversized,
+    /// First byte names no message type.
+    UnknownType,
+    /// A transport message for a receiver index nobody holds.
+    UnknownIndex,
+    /// Did not authenticate.
+    Authentication,
+    /// Counter already seen.
+    Replayed,
+    /// Counter behind the replay window.
+    TooOld,
+    /// Counter at the key's limit.
+    KeyExhausted,
+    /// Authenticated, but its content does not parse.
+    Malformed,
+    /// Authenticated, but names another path than the one it came in on.
+    WrongPath,
+    /// Handshake message malformed, or not for this key (mac1), or its
+    /// Noise part did not authenticate.
+    HandshakeInvalid,
+    /// Initiation from a static key the server does not know.
+    UnknownPeer,
+    /// Initiation with a timestamp not newer than the last accepted one.
+    HandshakeReplayed,
+    /// Initiation over the handshake rate limit.
+    RateLimited,
+    /// A message the receiving side does not expect (an initiation at a
+    /// client, a response with no handshake pending).
+    Unexpected,
+    /// An inner packet to send when no keys are established.
+    NotConnected,
+    /// No address known yet for the path a packet must leave on.
+    NoRemote,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 17] = [
+        DropReason::Truncated,
+        DropReason::Oversized,
+        DropReason::UnknownType,
+        DropReason::UnknownIndex,
+        DropReason::Authentication,
+        DropReason::Replayed,
+        DropReason::TooOld,
+        DropReason::KeyExhausted,
+        DropReason::Malformed,
+        DropReason::WrongPath,
+        DropReason::HandshakeInvalid,
+        DropReason::UnknownPeer,
+        DropReason::HandshakeReplayed,
+        DropReason::RateLimited,
+        DropReason::Unexpected,
+        DropReason::NotConnected,
+        DropReason::NoRemote,
+    ];
+
+    /// A stable snake_case name (for JSON and metrics).
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::Oversized => "oversized",
+            DropReason::UnknownType => "unknown_type",
+            DropReason::UnknownIndex => "unknown_index",
+            DropReason::Authentication => "authentication",
+            DropReason::Replayed => "replayed",
+            DropReason::TooOld => "too_old",
+            DropReason::KeyExhausted => "key_exhausted",
+            DropReason::Malformed => "malformed",
+            DropReason::WrongPath => "wrong_path",
+            DropReason::HandshakeInvalid => "handshake_invalid",
+            DropReason::UnknownPeer => "unknown_peer",
+            DropReason::HandshakeReplayed => "handshake_replayed",
+            DropReason::RateLimited => "rate_limited",
+            DropReason::Unexpected => "unexpected",
+            DropReason::NotConnected => "not_connected",
+            DropReason::NoRemote => "no_remote",
+        }
+    }
+
+    fn slot(self) -> usize {
+        DropReason::ALL
+            .iter()
+            .position(|&r| r == self)
+            .expect("every reason is in ALL")
+    }
+}
+
+/// Drops counted by reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DropCounters([u64; DropReason::ALL.len()]);
+
+impl DropCounters {
+    pub fn count(&self, reason: DropReason) -> u64 {
+        self.0[reason.slot()]
+    }
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::ALL.iter().map(|&r| (r, self.count(r)))
+    }
+    /// Adds another set of counters to these (an endpoint's and its
+    /// sessions', say).
+    pub fn merge(&mut self, other: &DropCounters) {
+        for (a, b) in self.0.iter_mut().zip(other.0.iter()) {
+            *a = a.saturating_add(*b);
+        }
+    }
+    pub(crate) fn add(&mut self, reason: DropReason) {
+        let c = &mut self.0[reason.slot()];
+        *c = c.saturating_add(1);
+    }
+}
+
+/// A path's state as the session sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathState {
+    /// Nothing authenticated received on it yet.
+    Unvalidated,
+    Up,
+    Down,
+}
+
+impl PathState {
+    pub fn name(self) -> &'static str {
+        match self {
+            PathState::Unvalidated => "unvalidated",
+            PathState::Up => "up",
+            PathState::Down => "down",
+        }
+    }
+}
+
+/// One path, for `braid status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathStats {
+    pub name: String,
+    pub role: PathRole,
+    pub state: PathState,
+    /// The peer's address on this path (learned, on a server).
+    pub remote: Option<SocketAddr>,
+    /// Smoothed RTT from data acknowledgements, else from probes.
+    pub rtt: Option<Duration>,
+    pub min_rtt: Option<Duration>,
+    /// Smoothed one-way delay above the path's floor (its queue).
+    pub queueing_delay: Duration,
+    /// Relative one-way delay floor, µs (comparable across paths only).
+    pub owd_floor_us: Option<f64>,
+    /// Recent loss rate of data sent on the path (0..1).
+    pub loss: f64,
+    pub cwnd_bytes: u64,
+    pub in_flight_bytes: u64,
+    /// Congestion controller's rate estimate.
+    pub send_rate_bps: Option<f64>,
+    /// UDP payload bytes and datagrams, everything the session sent or
+    /// accepted (authenticated) on the path.
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub rx_packets: u64,
+    pub probes_sent: u64,
+    pub times_down: u64,
+    /// Time since something authenticated arrived on the path.
+    pub silent_for: Option<Duration>,
+}
+
+/// A whole session, for `braid status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionStats {
+    pub established: bool,
+    pub paths: Vec<PathStats>,
+    pub handshakes: u64,
+    pub rekeys: u64,
+    /// Inner packets the resequencer holds, and their bytes.
+    pub reseq_held_packets: usize,
+    pub reseq_held_bytes: usize,
+    /// Resequencing delay of delivered packets: largest seen and mean.
+    pub reseq_delay_max: Duration,
+    pub reseq_delay_mean: Duration,
+    pub delivered: u64,
+    pub send_queue_bytes: usize,
+    /// Inner packets dropped in the send queue (stale, full, scheduler).
+    pub send_dropped: u64,
+    pub drops: DropCounters,
+}

@@ -1,0 +1,824 @@
+//! A client session and a server endpoint over ideal paths with a fixed
+//! one-way delay each, on virtual time: handshake, data both ways, path
+//! failure, rebinding, rekeying, restarts and hostile input.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+use super::*;
+
+const SERVER: &str = "192.0.2.1:5000";
+
+fn addr(s: &str) -> SocketAddr {
+    s.parse().unwrap()
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn keypair(seed: u64) -> StaticKeypair {
+    StaticKeypair::generate(&mut ChaCha20Rng::seed_from_u64(seed))
+}
+
+struct Link {
+    delay: Duration,
+    up: bool,
+    /// The client's address as the server sees it on this path.
+    client_addr: SocketAddr,
+}
+
+/// A datagram in flight.
+struct Flight {
+    at: Instant,
+    path: usize,
+    to_server: bool,
+    bytes: Vec<u8>,
+}
+
+struct Pair {
+    now: Instant,
+    client: Session,
+    server: Endpoint,
+    links: Vec<Link>,
+    flights: Vec<Flight>,
+    client_got: Vec<Vec<u8>>,
+    server_got: Vec<Vec<u8>>,
+    client_events: Vec<(Instant, Event)>,
+    server_events: Vec<(Instant, Event)>,
+    client_key: StaticKeypair,
+    server_key: StaticKeypair,
+    /// Datagrams the server sent, all kinds.
+    server_sent: u64,
+    /// Number of the next packet `exchange` sends each way.
+    next_number: u32,
+}
+
+fn client_config(client: &StaticKeypair, server: &PublicKey, delays: &[u64]) -> ClientConfig {
+    ClientConfig {
+        local: client.clone(),
+        server: *server,
+        psk: None,
+        paths: delays
+            .iter()
+            .enumerate()
+            .map(|(i, _)| PathConfig {
+                name: format!("p{i}"),
+                role: PathRole::Primary,
+                cost: 1.0,
+                remote: addr(SERVER),
+            })
+            .collect(),
+        session: SessionConfig::default(),
+    }
+}
+
+fn endpoint_config(server: &StaticKeypair, clients: &[PublicKey]) -> EndpointConfig {
+    EndpointConfig {
+        local: server.clone(),
+        peers: clients
+            .iter()
+            .map(|k| PeerConfig {
+                public_key: *k,
+                psk: None,
+            })
+            .collect(),
+        session: SessionConfig::default(),
+        handshakes_per_second: 20,
+    }
+}
+
+impl Pair {
+    fn new(delays: &[u64]) -> Pair {
+        let (ck, sk) = (keypair(1), keypair(2));
+        let client = Session::client(client_config(&ck, &sk.public, delays), [7; 32]).unwrap();
+        Pair::with(client, ck, sk, delays)
+    }
+
+    fn with(client: Session, ck: StaticKeypair, sk: StaticKeypair, delays: &[u64]) -> Pair {
+        let server = Endpoint::new(endpoint_config(&sk, &[ck.public]), [8; 32]).unwrap();
+        Pair {
+            now: Instant::from_nanos(1_000_000_000),
+            client,
+            server,
+            links: delays
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| Link {
+                    delay: ms(d),
+                    up: true,
+                    client_addr: addr(&format!("198.51.100.{}:4000", i + 1)),
+                })
+                .collect(),
+            flights: Vec::new(),
+            client_got: Vec::new(),
+            server_got: Vec::new(),
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+            client_key: ck,
+            server_key: sk,
+            server_sent: 0,
+            next_number: 0,
+        }
+    }
+
+    /// Moves every output of both sides onto the links.
+    fn flush(&mut self) {
+        let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+        while let Some(t) = self.client.poll_transmit(self.now, &mut buf) {
+            assert_eq!(t.remote, addr(SERVER));
+            self.launch(usize::from(t.path), true, buf[..t.len].to_vec());
+        }
+        while let Some((_, t)) = self.server.poll_transmit(self.now, &mut buf) {
+            self.server_sent += 1;
+            // An address no NAT maps any more goes nowhere.
+            if let Some(path) = self.links.iter().position(|l| l.client_addr == t.remote) {
+                self.launch(path, false, buf[..t.len].to_vec());
+            }
+        }
+        while let Some(d) = self.client.poll_deliver() {
+            self.client_got.push(d.payload);
+        }
+        while let Some((_, d)) = self.server.poll_deliver() {
+            self.server_got.push(d.payload);
+        }
+        while let Some(e) = self.client.poll_event() {
+            self.client_events.push((self.now, e));
+        }
+        while let Some((_, e)) = self.server.poll_event() {
+            self.server_events.push((self.now, e));
+        }
+    }
+
+    fn launch(&mut self, path: usize, to_server: bool, bytes: Vec<u8>) {
+        let link = &self.links[path];
+        if link.up {
+            self.flights.push(Flight {
+                at: self.now + link.delay,
+                path,
+                to_server,
+                bytes,
+            });
+        }
+    }
+
+    /// Runs until `until`, delivering datagrams and firing timers in order.
+    fn run(&mut self, until: Instant) {
+        loop {
+            self.flush();
+            let next_flight = self.flights.iter().map(|f| f.at).min();
+            let next = [
+                next_flight,
+                self.client.poll_timeout(),
+                self.server.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next.filter(|&t| t <= until) else {
+                self.now = until;
+                return;
+            };
+            self.now = self.now.max(next);
+            if let Some(i) = self.flights.iter().position(|f| f.at <= self.now) {
+                let mut f = self.flights.remove(i);
+                if !self.links[f.path].up {
+                    continue;
+                }
+                if f.to_server {
+                    let from = self.links[f.path].client_addr;
+                    let _ = self.server.handle_datagram(self.now, from, &mut f.bytes);
+                } else {
+                    let _ = self.client.handle_datagram(
+                        self.now,
+                        Some(f.path as u8),
+                        addr(SERVER),
+                        &mut f.bytes,
+                    );
+                }
+                continue;
+            }
+            if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.client.handle_timeout(self.now);
+            }
+            if self.server.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.server.handle_timeout(self.now);
+            }
+        }
+    }
+
+    fn run_for(&mut self, d: Duration) {
+        let until = self.now + d;
+        self.run(until);
+    }
+
+    fn peer(&self) -> PeerId {
+        self.server.peer_id(&self.client_key.public).unwrap()
+    }
+
+    /// Sends `n` packets each way, numbered on from the last call, one
+    /// every `gap`, and runs on.
+    fn exchange(&mut self, n: u32, gap: Duration) {
+        for _ in 0..n {
+            let i = self.next_number;
+            self.next_number += 1;
+            let up = self.client.send(self.now, tagged(0, i));
+            let down = self.server.send(self.now, self.peer(), tagged(1, i));
+            assert_eq!((up, down), (Ok(()), Ok(())), "send {i}");
+            self.run_for(gap);
+        }
+    }
+}
+
+fn tagged(dir: u8, i: u32) -> Vec<u8> {
+    let mut p = vec![dir; 200];
+    p[1..5].copy_from_slice(&i.to_be_bytes());
+    p
+}
+
+fn connected(delays: &[u64]) -> Pair {
+    let mut pair = Pair::new(delays);
+    pair.run_for(ms(500));
+    assert!(pair.client.is_connected(), "client handshake");
+    pair
+}
+
+#[test]
+fn handshake_then_data_both_ways_in_order() {
+    let mut pair = connected(&[10, 30]);
+    assert!(matches!(
+        pair.client_events[0].1,
+        Event::Connected {
+            peer_restarted: false
+        }
+    ));
+    assert_eq!(pair.server.stats().sessions, 1);
+    pair.exchange(500, ms(2));
+    pair.run_for(ms(200));
+    let expect_up: Vec<Vec<u8>> = (0..500).map(|i| tagged(0, i)).collect();
+    let expect_down: Vec<Vec<u8>> = (0..500).map(|i| tagged(1, i)).collect();
+    assert_eq!(pair.server_got, expect_up);
+    assert_eq!(pair.client_got, expect_down);
+    // Both paths carried data, both are up on both sides.
+    let stats = pair.client.stats(pair.now);
+    for p in &stats.paths {
+        assert_eq!(p.state, PathState::Up, "{}", p.name);
+        assert!(p.tx_packets > 50, "{} sent {}", p.name, p.tx_packets);
+    }
+    let server_stats = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+    assert!(server_stats.paths.iter().all(|p| p.state == PathState::Up));
+    assert_eq!(stats.drops.total(), 0, "{:?}", stats.drops);
+}
+
+#[test]
+fn wrong_client_key_gets_no_reply_and_no_state() {
+    // A client the server does not know, with the right server key.
+    let stranger = keypair(99);
+    let sk = keypair(2);
+    let client = Session::client(client_config(&stranger, &sk.public, &[10]), [3; 32]).unwrap();
+    let mut pair = Pair::with(client, keypair(1), sk, &[10]);
+    pair.run_for(ms(3_500));
+    assert!(!pair.client.is_connected());
+    assert_eq!(pair.server_sent, 0, "the server must not answer");
+    let stats = pair.server.stats();
+    assert_eq!(stats.sessions, 0);
+    assert!(
+        stats.drops.count(DropReason::UnknownPeer) >= 3,
+        "{:?}",
+        stats.drops
+    );
+    assert_eq!(stats.handshakes_accepted, 0);
+}
+
+#[test]
+fn wrong_server_key_fails_mac1_before_any_work() {
+    let ck = keypair(1);
+    let real = keypair(2);
+    let client = Session::client(client_config(&ck, &keypair(50).public, &[10]), [3; 32]).unwrap();
+    let mut pair = Pair::with(client, ck, real, &[10]);
+    pair.run_for(ms(2_500));
+    let stats = pair.server.stats();
+    assert_eq!(pair.server_sent, 0);
+    assert_eq!(stats.sessions, 0);
+    assert!(stats.drops.count(DropReason::HandshakeInvalid) >= 2);
+    assert_eq!(
+        stats.drops.count(DropReason::RateLimited),
+        0,
+        "mac1 is checked before the rate limit"
+    );
+    let _ = &pair.server_key;
+}
+
+fn first_event(events: &[(Instant, Event)], pred: impl Fn(&Event) -> bool) -> Option<Instant> {
+    events.iter().find(|(_, e)| pred(e)).map(|(t, _)| *t)
+}
+
+/// Packets of direction `dir` delivered, in order of delivery.
+fn numbers(got: &[Vec<u8>]) -> Vec<u32> {
+    got.iter()
+        .map(|p| u32::from_be_bytes([p[1], p[2], p[3], p[4]]))
+        .collect()
+}
+
+#[test]
+fn failover_marks_the_path_down_within_300ms_and_traffic_continues() {
+    let mut pair = connected(&[10, 30]);
+    pair.exchange(100, ms(5));
+    let cut = pair.now;
+    pair.links[0].up = false;
+    pair.exchange(200, ms(5));
+    pair.run_for(ms(200));
+    let down = |e: &Event| matches!(e, Event::PathDown { path: 0, .. });
+    let client_down = first_event(&pair.client_events, down).expect("client marks path 0 down");
+    let server_down = first_event(&pair.server_events, down).expect("server marks path 0 down");
+    assert!(
+        client_down - cut <= ms(300),
+        "client took {:?}",
+        client_down - cut
+    );
+    assert!(
+        server_down - cut <= ms(300),
+        "server took {:?}",
+        server_down - cut
+    );
+    assert!(!pair
+        .client_events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::PathDown { path: 1, .. })));
+    // Everything offered once both sides knew arrived, in order.
+    let settled = 100 + (client_down.max(server_down) - cut).as_millis() as u32 / 5 + 1;
+    for (got, side) in [(&pair.server_got, "server"), (&pair.client_got, "client")] {
+        let n = numbers(got);
+        assert!(n.windows(2).all(|w| w[0] < w[1]), "{side}: out of order");
+        for i in settled..300 {
+            assert!(n.contains(&i), "{side} lost {i} after the failover");
+        }
+    }
+    // The path comes back when it answers again.
+    let back = pair.now;
+    pair.links[0].up = true;
+    pair.run_for(ms(500));
+    let up = pair
+        .client_events
+        .iter()
+        .filter(|(t, e)| *t >= back && matches!(e, Event::PathUp { path: 0, .. }))
+        .map(|(t, _)| *t)
+        .next()
+        .expect("path 0 back up");
+    assert!(up - back <= ms(150), "path back after {:?}", up - back);
+}
+
+#[test]
+fn nat_rebinding_mid_transfer_keeps_the_session() {
+    let mut pair = connected(&[10, 20]);
+    pair.exchange(100, ms(4));
+    let old = pair.links[1].client_addr;
+    let new = addr("203.0.113.9:6000");
+    pair.links[1].client_addr = new;
+    pair.exchange(200, ms(4));
+    pair.run_for(ms(300));
+    assert!(pair.server_events.iter().any(|(_, e)| *e
+        == Event::PathRebound {
+            path: 1,
+            from: old,
+            to: new
+        }));
+    let server = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+    assert_eq!(server.paths[1].remote, Some(new));
+    assert_eq!(server.paths[1].state, PathState::Up);
+    // Both ways, only what was in flight at the rebinding may be missing.
+    assert!(
+        pair.server_got.len() >= 295,
+        "server got {}",
+        pair.server_got.len()
+    );
+    assert!(
+        pair.client_got.len() >= 290,
+        "client got {}",
+        pair.client_got.len()
+    );
+    let n = numbers(&pair.client_got);
+    assert!(
+        (150..300).all(|i| n.contains(&i)),
+        "traffic after the rebinding lost"
+    );
+    assert!(!pair
+        .client_events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::PathDown { .. })));
+}
+
+#[test]
+fn rekey_during_transfer_loses_nothing() {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut config = client_config(&ck, &sk.public, &[10, 25]);
+    config.session.rekey_after = ms(700);
+    let client = Session::client(config, [7; 32]).unwrap();
+    let mut pair = Pair::with(client, ck, sk, &[10, 25]);
+    pair.run_for(ms(300));
+    pair.exchange(1000, ms(3));
+    pair.run_for(ms(300));
+    let rekeys = |ev: &[(Instant, Event)]| ev.iter().filter(|(_, e)| *e == Event::Rekeyed).count();
+    assert!(
+        rekeys(&pair.client_events) >= 3,
+        "client rekeyed {}",
+        rekeys(&pair.client_events)
+    );
+    assert_eq!(rekeys(&pair.server_events), rekeys(&pair.client_events));
+    assert_eq!(numbers(&pair.server_got), (0..1000).collect::<Vec<_>>());
+    assert_eq!(numbers(&pair.client_got), (0..1000).collect::<Vec<_>>());
+    let server = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+    let client = pair.client.stats(pair.now);
+    assert_eq!(client.drops.total(), 0, "{:?}", client.drops);
+    assert_eq!(server.drops.total(), 0, "{:?}", server.drops);
+    assert_eq!(
+        pair.server.stats().drops.total(),
+        0,
+        "{:?}",
+        pair.server.stats().drops
+    );
+}
+
+#[test]
+fn server_restart_client_reconnects_by_itself() {
+    let mut pair = connected(&[10, 20]);
+    pair.exchange(50, ms(5));
+    // The server process restarts: same key, no state.
+    let restart = pair.now;
+    pair.server = Endpoint::new(
+        endpoint_config(&pair.server_key, &[pair.client_key.public]),
+        [9; 32],
+    )
+    .unwrap();
+    pair.run_for(ms(3_000));
+    let back = first_event(&pair.client_events, |e| {
+        *e == Event::Connected {
+            peer_restarted: true,
+        }
+    })
+    .expect("client reconnects");
+    assert!(
+        back - restart <= ms(2_500),
+        "reconnected after {:?}",
+        back - restart
+    );
+    pair.server_got.clear();
+    pair.client_got.clear();
+    pair.exchange(50, ms(5));
+    pair.run_for(ms(200));
+    assert_eq!(numbers(&pair.server_got), (50..100).collect::<Vec<_>>());
+    assert_eq!(numbers(&pair.client_got), (50..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn client_restart_resets_the_server_session() {
+    let mut pair = connected(&[10]);
+    pair.exchange(20, ms(5));
+    let config = client_config(&pair.client_key, &pair.server_key.public, &[10]);
+    pair.client = Session::client(config, [11; 32]).unwrap();
+    pair.run_for(ms(500));
+    assert!(pair.client.is_connected());
+    assert!(pair.server_events.iter().any(|(_, e)| *e
+        == Event::Connected {
+            peer_restarted: true
+        }));
+    pair.server_got.clear();
+    pair.client_got.clear();
+    pair.exchange(20, ms(5));
+    pair.run_for(ms(100));
+    assert_eq!(numbers(&pair.server_got), (20..40).collect::<Vec<_>>());
+    assert_eq!(numbers(&pair.client_got), (20..40).collect::<Vec<_>>());
+}
+
+#[test]
+fn backup_path_carries_data_only_while_no_primary_is_up() {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut config = client_config(&ck, &sk.public, &[10, 10]);
+    config.paths[1].role = PathRole::Backup;
+    let client = Session::client(config, [7; 32]).unwrap();
+    let mut pair = Pair::with(client, ck, sk, &[10, 10]);
+    pair.run_for(ms(300));
+    let data_before = |pair: &Pair| {
+        let c = pair.client.stats(pair.now);
+        let s = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+        (c.paths[1].tx_bytes, s.paths[1].tx_bytes)
+    };
+    let (c0, s0) = data_before(&pair);
+    pair.exchange(200, ms(5));
+    let (c1, s1) = data_before(&pair);
+    // Probes and their answers only: well under one data packet per 10 ms.
+    assert!(
+        c1 - c0 < 100 * 80,
+        "client used the backup: {} bytes",
+        c1 - c0
+    );
+    assert!(
+        s1 - s0 < 100 * 80,
+        "server used the backup: {} bytes",
+        s1 - s0
+    );
+    pair.links[0].up = false;
+    pair.exchange(200, ms(5));
+    let (c2, s2) = data_before(&pair);
+    assert!(
+        c2 - c1 > 150 * 200,
+        "client did not fail over: {} bytes",
+        c2 - c1
+    );
+    assert!(
+        s2 - s1 > 150 * 200,
+        "server did not fail over: {} bytes",
+        s2 - s1
+    );
+}
+
+/// Captures the next datagram the client sends (a transport message once
+/// connected), without delivering it.
+fn capture_client_datagram(pair: &mut Pair) -> Vec<u8> {
+    pair.client.send(pair.now, tagged(0, 9999)).unwrap();
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let t = pair.client.poll_transmit(pair.now, &mut buf).unwrap();
+    buf[..t.len].to_vec()
+}
+
+#[test]
+fn hostile_datagrams_are_dropped_and_counted() {
+    let mut pair = connected(&[10]);
+    let from = pair.links[0].client_addr;
+    let good = capture_client_datagram(&mut pair);
+    assert_eq!(good[0], TRANSPORT_TYPE);
+    let now = pair.now;
+    let mut feed = |bytes: &[u8]| pair.server.handle_datagram(now, from, &mut bytes.to_vec());
+    assert!(feed(&good).is_ok());
+    assert_eq!(feed(&good), Err(DropReason::Replayed));
+    assert_eq!(feed(&[]), Err(DropReason::Truncated));
+    assert_eq!(
+        feed(&good[..TRANSPORT_OVERHEAD - 1]),
+        Err(DropReason::Truncated)
+    );
+    assert_eq!(
+        feed(&vec![TRANSPORT_TYPE; MAX_DATAGRAM_LEN + 1]),
+        Err(DropReason::Oversized)
+    );
+    assert_eq!(feed(&[0x77; 100]), Err(DropReason::UnknownType));
+    let mut unknown = good.clone();
+    unknown[1] ^= 0xff;
+    assert_eq!(feed(&unknown), Err(DropReason::UnknownIndex));
+    let mut flipped = good.clone();
+    *flipped.last_mut().unwrap() ^= 1;
+    flipped[5..9].copy_from_slice(&1000u32.to_be_bytes());
+    assert_eq!(feed(&flipped), Err(DropReason::Authentication));
+    assert_eq!(feed(&[RESPONSE_TYPE; 60]), Err(DropReason::Unexpected));
+    assert_eq!(
+        feed(&[INITIATION_TYPE; 150]),
+        Err(DropReason::HandshakeInvalid)
+    );
+    let endpoint = pair.server.stats();
+    let session = pair.server.session(pair.peer()).unwrap().stats(now);
+    // Endpoint-level and session-level drops, one each, nothing else.
+    for (reason, n) in [
+        (DropReason::Truncated, 2),
+        (DropReason::Oversized, 1),
+        (DropReason::UnknownType, 1),
+        (DropReason::UnknownIndex, 1),
+        (DropReason::Unexpected, 1),
+        (DropReason::HandshakeInvalid, 1),
+    ] {
+        assert_eq!(endpoint.drops.count(reason), n, "{reason:?}");
+    }
+    assert_eq!(session.drops.count(DropReason::Replayed), 1);
+    assert_eq!(session.drops.count(DropReason::Authentication), 1);
+    assert_eq!(endpoint.drops.total() + session.drops.total(), 9);
+    assert_eq!(endpoint.sessions, 1);
+    // The same at the client.
+    let mut garbage = vec![0x42u8; 40];
+    assert_eq!(
+        pair.client
+            .handle_datagram(now, Some(0), addr(SERVER), &mut garbage),
+        Err(DropReason::UnknownType)
+    );
+    let mut init = vec![INITIATION_TYPE; 150];
+    assert_eq!(
+        pair.client
+            .handle_datagram(now, Some(0), addr(SERVER), &mut init),
+        Err(DropReason::Unexpected)
+    );
+}
+
+#[test]
+fn replayed_initiation_gets_no_reply() {
+    let mut pair = Pair::new(&[10]);
+    // Capture the first initiation before it is delivered.
+    pair.client.handle_timeout(pair.now);
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let t = pair.client.poll_transmit(pair.now, &mut buf).unwrap();
+    let init = buf[..t.len].to_vec();
+    let from = pair.links[0].client_addr;
+    let now = pair.now;
+    assert!(pair
+        .server
+        .handle_datagram(now, from, &mut init.clone())
+        .is_ok());
+    assert!(
+        pair.server.poll_transmit(now, &mut buf).is_some(),
+        "the response"
+    );
+    assert_eq!(
+        pair.server
+            .handle_datagram(now + ms(10), from, &mut init.clone()),
+        Err(DropReason::HandshakeReplayed)
+    );
+    assert!(
+        pair.server.poll_transmit(now, &mut buf).is_none(),
+        "no reply to a replay"
+    );
+    assert_eq!(pair.server.stats().handshakes_accepted, 1);
+}
+
+#[test]
+fn handshakes_are_rate_limited() {
+    let server = keypair(2);
+    let mut endpoint =
+        Endpoint::new(endpoint_config(&server, &[keypair(1).public]), [1; 32]).unwrap();
+    let now = Instant::from_nanos(5_000_000_000);
+    let mut msg = vec![0u8; crate::crypto::handshake::MAX_INITIATION_LEN];
+    let mut rate_limited = 0;
+    for i in 0..100u32 {
+        // Strangers that address this server correctly (mac1 passes).
+        let stranger = keypair(1000 + u64::from(i));
+        let (_, len) = Initiator::start(
+            &stranger,
+            &server.public,
+            &PresharedKey::ZERO,
+            [i as u8; 32],
+            i,
+            b"",
+            &mut msg,
+        )
+        .unwrap();
+        if endpoint.handle_datagram(now, addr("198.51.100.7:1"), &mut msg[..len].to_vec())
+            == Err(DropReason::RateLimited)
+        {
+            rate_limited += 1;
+        }
+    }
+    // A burst of 20 tokens, then nothing until they refill.
+    assert_eq!(rate_limited, 80);
+    let stats = endpoint.stats();
+    assert_eq!(stats.drops.count(DropReason::UnknownPeer), 20);
+    assert_eq!(stats.sessions, 0);
+    // Half a second later ten more are read.
+    let later = now + ms(500);
+    let stranger = keypair(5000);
+    let (_, len) = Initiator::start(
+        &stranger,
+        &server.public,
+        &PresharedKey::ZERO,
+        [1; 32],
+        1,
+        b"",
+        &mut msg,
+    )
+    .unwrap();
+    assert_eq!(
+        endpoint.handle_datagram(later, addr("198.51.100.7:1"), &mut msg[..len].to_vec()),
+        Err(DropReason::UnknownPeer)
+    );
+}
+
+#[test]
+fn keys_are_replaced_after_a_packet_count() {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut config = client_config(&ck, &sk.public, &[10]);
+    config.session.rekey_after_packets = 300;
+    let client = Session::client(config, [7; 32]).unwrap();
+    let mut pair = Pair::with(client, ck, sk, &[10]);
+    pair.run_for(ms(300));
+    // 900 packets in 3.6 s, with their acknowledgements: a rotation every
+    // 300 or so sealed packets, about one per 1.2 s (time alone, 120 s,
+    // would give none).
+    pair.exchange(900, ms(4));
+    pair.run_for(ms(200));
+    let rekeys = pair
+        .client_events
+        .iter()
+        .filter(|(_, e)| *e == Event::Rekeyed)
+        .count();
+    assert!(rekeys >= 2, "{rekeys} rekeys");
+    assert_eq!(numbers(&pair.server_got), (0..900).collect::<Vec<_>>());
+    assert_eq!(numbers(&pair.client_got), (0..900).collect::<Vec<_>>());
+}
+
+#[test]
+fn client_checks_the_path_and_refuses_to_send_unconnected() {
+    let mut pair = Pair::new(&[10, 10]);
+    assert_eq!(
+        pair.client.send(pair.now, vec![1; 100]),
+        Err(SessionSendError::NotConnected)
+    );
+    assert_eq!(
+        pair.client
+            .stats(pair.now)
+            .drops
+            .count(DropReason::NotConnected),
+        1
+    );
+    pair.run_for(ms(300));
+    assert_eq!(
+        pair.client.send(pair.now, vec![1; 1406]),
+        Err(SessionSendError::TooLarge(1406))
+    );
+    // A datagram the server sent on path 0, arriving on path 1's socket.
+    pair.server
+        .send(pair.now, pair.peer(), tagged(1, 0))
+        .unwrap();
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let (_, t) = pair.server.poll_transmit(pair.now, &mut buf).unwrap();
+    let path = pair
+        .links
+        .iter()
+        .position(|l| l.client_addr == t.remote)
+        .unwrap();
+    let mut bytes = buf[..t.len].to_vec();
+    let other = 1 - path as u8;
+    assert_eq!(
+        pair.client
+            .handle_datagram(pair.now, Some(other), addr(SERVER), &mut bytes.clone()),
+        Err(DropReason::WrongPath)
+    );
+    // The check comes after authentication, which used up the counter:
+    // the same datagram again is a replay even on its own path.
+    assert_eq!(
+        pair.client
+            .handle_datagram(pair.now, Some(path as u8), addr(SERVER), &mut bytes),
+        Err(DropReason::Replayed)
+    );
+}
+
+#[test]
+fn two_clients_stay_isolated() {
+    let (a, b, sk) = (keypair(1), keypair(3), keypair(2));
+    let mut server = Endpoint::new(endpoint_config(&sk, &[a.public, b.public]), [8; 32]).unwrap();
+    let mut clients = [
+        Session::client(client_config(&a, &sk.public, &[1]), [1; 32]).unwrap(),
+        Session::client(client_config(&b, &sk.public, &[1]), [2; 32]).unwrap(),
+    ];
+    let from = [addr("198.51.100.1:1"), addr("198.51.100.2:2")];
+    let mut now = Instant::from_nanos(1_000_000_000);
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let mut got: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
+    let mut server_got = Vec::new();
+    // Traffic from step 20 to 199, then time for the last packets to land.
+    for step in 0..260u32 {
+        if (20..200).contains(&step) {
+            for (i, c) in clients.iter_mut().enumerate() {
+                c.send(now, tagged(i as u8, step)).unwrap();
+                let peer = server.peer_id(&[a.public, b.public][i]).unwrap();
+                server.send(now, peer, tagged(10 + i as u8, step)).unwrap();
+            }
+        }
+        for (i, c) in clients.iter_mut().enumerate() {
+            c.handle_timeout(now);
+            while let Some(t) = c.poll_transmit(now, &mut buf) {
+                let _ = server.handle_datagram(now, from[i], &mut buf[..t.len]);
+            }
+        }
+        server.handle_timeout(now);
+        while let Some((_, t)) = server.poll_transmit(now, &mut buf) {
+            let i = from.iter().position(|f| *f == t.remote).unwrap();
+            let _ = clients[i].handle_datagram(now, Some(0), addr(SERVER), &mut buf[..t.len]);
+        }
+        for (i, c) in clients.iter_mut().enumerate() {
+            while let Some(d) = c.poll_deliver() {
+                got[i].push(d.payload);
+            }
+        }
+        while let Some((peer, d)) = server.poll_deliver() {
+            server_got.push((peer, d.payload));
+        }
+        now += ms(1);
+    }
+    assert_eq!(server.stats().sessions, 2);
+    for i in 0..2u8 {
+        let peer = server
+            .peer_id(&[a.public, b.public][usize::from(i)])
+            .unwrap();
+        let from_i: Vec<u32> = server_got
+            .iter()
+            .filter(|(p, _)| *p == peer)
+            .map(|(_, d)| {
+                assert_eq!(
+                    d[0], i,
+                    "a packet of the other client delivered as this one's"
+                );
+                u32::from_be_bytes([d[1], d[2], d[3], d[4]])
+            })
+            .collect();
+        assert_eq!(from_i, (20..200).collect::<Vec<_>>());
+        assert!(got[usize::from(i)].iter().all(|d| d[0] == 10 + i));
+        assert_eq!(numbers(&got[usize::from(i)]), (20..200).collect::<Vec<_>>());
+    }
+}

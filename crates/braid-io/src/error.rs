@@ -1,0 +1,34 @@
+//! Errors of the I/O layer, each a sentence a user can act on.
+
+use std::io;
+use std::net::SocketAddr;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("interface {0:?} does not exist")]
+    NoSuchInterface(String),
+    #[error("interface name {0:?} is not valid (1 to 15 bytes, no NUL)")]
+    BadInterfaceName(String),
+    #[error("binding to interface {0:?} needs root (CAP_NET_RAW)")]
+    BindToDeviceNotPermitted(String),
+    #[error("cannot bind UDP socket to {addr}: {source}")]
+    Bind { addr: SocketAddr, source: io::Error },
+    #[error("UDP socket: {0}")]
+    Io(#[from] io::Error),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TunError {
+    #[error("no /dev/net/tun: load the tun kernel module (modprobe tun) or run where it exists")]
+    NoTunDevice,
+    #[error("creating TUN device {0:?} needs root (CAP_NET_ADMIN)")]
+    NotPermitted(String),
+    #[error("cannot give TUN device {name:?} the address {addr} (is IPv6 disabled?): {source}")]
+    Address {
+        name: String,
+        addr: String,
+        source: io::Error,
+    },
+    #[error("TUN device {name:?}: {source}")]
+    Io { name: String, source: io::Error },
+}

@@ -1,0 +1,23 @@
+//! braid's I/O layer: the kernel side of a tunnel endpoint, kept apart from
+//! the sans-IO protocol in `braid-core`.
+//!
+//! - [`PathSocket`]: one UDP socket per path, pinned to its interface
+//!   (`SO_BINDTODEVICE`) or source address, so that each path leaves through
+//!   its own link whatever the routing table says. Receive and send go
+//!   through `quinn-udp` (recvmmsg, GRO, GSO) into buffers allocated once.
+//! - [`RecvBatch`]: those buffers, and an iterator over the datagrams one
+//!   receive call brought in.
+//! - [`Tun`]: the TUN device, with one clear line when it cannot be made.
+
+mod batch;
+mod error;
+mod path_socket;
+mod tun;
+
+pub use batch::{Datagram, RecvBatch, MAX_DATAGRAM_BYTES};
+pub use error::{SocketError, TunError};
+pub use path_socket::{Binding, PathSocket};
+pub use tun::{Tun, TunConfig};
+
+#[cfg(test)]
+mod test_support;

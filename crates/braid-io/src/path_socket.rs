@@ -1,0 +1,226 @@
+//! One UDP socket per path.
+//!
+//! A client path is pinned to its link: either to an interface with
+//! `SO_BINDTODEVICE` (the kernel then sends out of that interface whatever
+//! the routing table says) or to a source address. A server listens on one
+//! socket per listen address. Receive and send go through `quinn-udp`:
+//! recvmmsg and GRO in, GSO out, so one system call moves many datagrams.
+
+use std::ffi::CString;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use quinn_udp::{Transmit, UdpSocketState};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
+use tokio::net::UdpSocket;
+
+use crate::batch::RecvBatch;
+use crate::error::SocketError;
+
+/// What pins a client path to its link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binding {
+    /// Send out of this interface (`SO_BINDTODEVICE`), from any of its addresses.
+    Interface(String),
+    /// Send from this source address (the routing table picks the interface).
+    Source(IpAddr),
+}
+
+/// Socket buffer size asked for: a burst of a few milliseconds at a Gbit/s.
+const SOCKET_BUFFER_BYTES: usize = 4 << 20;
+
+pub struct PathSocket {
+    io: UdpSocket,
+    state: UdpSocketState,
+}
+
+impl PathSocket {
+    /// A client path's socket, pinned by `binding`, for talking to `server`
+    /// (whose address family it takes). Needs a tokio runtime.
+    pub fn client(binding: &Binding, server: SocketAddr) -> Result<PathSocket, SocketError> {
+        let socket = new_socket(server)?;
+        let local = match binding {
+            Binding::Interface(name) => {
+                bind_to_device(&socket, name)?;
+                SocketAddr::new(unspecified_like(server.ip()), 0)
+            }
+            Binding::Source(ip) => SocketAddr::new(*ip, 0),
+        };
+        bind(&socket, local)?;
+        PathSocket::from_socket(socket)
+    }
+
+    /// A server's socket listening on `addr`. Needs a tokio runtime.
+    pub fn listen(addr: SocketAddr) -> Result<PathSocket, SocketError> {
+        let socket = new_socket(addr)?;
+        bind(&socket, addr)?;
+        PathSocket::from_socket(socket)
+    }
+
+    fn from_socket(socket: Socket) -> Result<PathSocket, SocketError> {
+        socket.set_nonblocking(true)?;
+        let state = UdpSocketState::new((&socket).into())?;
+        // Larger buffers absorb bursts; the kernel caps them at its
+        // rmem_max/wmem_max, which is not an error.
+        let _ = state.set_recv_buffer_size((&socket).into(), SOCKET_BUFFER_BYTES);
+        let _ = state.set_send_buffer_size((&socket).into(), SOCKET_BUFFER_BYTES);
+        allow_fragmentation(&socket)?;
+        let io = UdpSocket::from_std(socket.into())?;
+        Ok(PathSocket { io, state })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.local_addr()
+    }
+
+    /// How many datagrams one GSO send may carry (1 without GSO).
+    pub fn max_gso_segments(&self) -> usize {
+        self.state.max_gso_segments()
+    }
+
+    /// Waits for datagrams and receives as many as one batch holds; returns
+    /// how many receive slots were filled (see [`RecvBatch::datagrams`]).
+    pub async fn recv(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        loop {
+            self.io.readable().await?;
+            let got = self.io.try_io(Interest::READABLE, || {
+                batch.fill_with(|slots, meta| self.state.recv((&self.io).into(), slots, meta))
+            });
+            match got {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Sends `contents` to `to` now, or fails with `WouldBlock` when the
+    /// socket buffer is full. With `segment_size`, `contents` is several
+    /// datagrams of that size back to back (the last may be shorter), sent
+    /// with one GSO call.
+    pub fn try_send(
+        &self,
+        to: SocketAddr,
+        contents: &[u8],
+        segment_size: Option<usize>,
+    ) -> io::Result<()> {
+        let transmit = Transmit {
+            destination: to,
+            ecn: None,
+            contents,
+            segment_size,
+            src_ip: None,
+        };
+        self.io.try_io(Interest::WRITABLE, || {
+            self.state.try_send((&self.io).into(), &transmit)
+        })
+    }
+
+    /// Like [`try_send`](Self::try_send), waiting while the socket buffer is full.
+    pub async fn send(
+        &self,
+        to: SocketAddr,
+        contents: &[u8],
+        segment_size: Option<usize>,
+    ) -> io::Result<()> {
+        loop {
+            match self.try_send(to, contents, segment_size) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.io.writable().await?,
+                other => return other,
+            }
+        }
+    }
+}
+
+fn new_socket(peer: SocketAddr) -> Result<Socket, SocketError> {
+    let socket = Socket::new(Domain::for_address(peer), Type::DGRAM, Some(Protocol::UDP))?;
+    if peer.is_ipv6() {
+        // An IPv6 socket speaks IPv6 only, so that a v4 and a v6 listener
+        // can share a port.
+        socket.set_only_v6(true)?;
+    }
+    Ok(socket)
+}
+
+fn bind(socket: &Socket, addr: SocketAddr) -> Result<(), SocketError> {
+    socket
+        .bind(&addr.into())
+        .map_err(|source| SocketError::Bind { addr, source })
+}
+
+fn bind_to_device(socket: &Socket, name: &str) -> Result<(), SocketError> {
+    let bad_name = || SocketError::BadInterfaceName(name.to_owned());
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err(bad_name());
+    }
+    let c_name = CString::new(name).map_err(|_| bad_name())?;
+    // SAFETY: c_name is a valid NUL-terminated string.
+    if unsafe { libc::if_nametoindex(c_name.as_ptr()) } == 0 {
+        return Err(SocketError::NoSuchInterface(name.to_owned()));
+    }
+    socket
+        .bind_device(Some(name.as_bytes()))
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::EPERM) => SocketError::BindToDeviceNotPermitted(name.to_owned()),
+            Some(libc::ENODEV) => SocketError::NoSuchInterface(name.to_owned()),
+            _ => SocketError::Io(e),
+        })
+}
+
+/// Lets the kernel fragment a datagram larger than the path MTU instead of
+/// refusing it with EMSGSIZE (quinn-udp sets "don't fragment" for its own
+/// path-MTU probing, which braid does not do). The session may still emit
+/// a datagram a little above the MTU (a full data packet with feedback
+/// bundled into it): fragmented it arrives, refused it is a lost packet.
+fn allow_fragmentation(socket: &Socket) -> io::Result<()> {
+    if socket.domain()? == Domain::IPV6 {
+        set_int_option(
+            socket,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DONT,
+        )?;
+        set_int_option(socket, libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 0)
+    } else {
+        set_int_option(
+            socket,
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DONT,
+        )
+    }
+}
+
+fn set_int_option(
+    socket: &Socket,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket, and a c_int option value of the right size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn unspecified_like(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use super::*;
+use crate::test_support::{have_root, runtime};
+
+const LOOP4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+const LOOP6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
+
+/// Receives until `want` datagrams arrived (or 5 s passed) and returns
+/// them with their senders.
+async fn receive(socket: &PathSocket, want: usize) -> Vec<(SocketAddr, Vec<u8>)> {
+    let mut batch = RecvBatch::new();
+    let mut got = Vec::new();
+    while got.len() < want {
+        tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut batch))
+            .await
+            .expect("datagrams within 5 s")
+            .expect("recv");
+        got.extend(batch.datagrams().map(|d| (d.from, d.bytes.to_vec())));
+    }
+    got
+}
+
+async fn round_trip(ip: IpAddr) {
+    let server = PathSocket::listen(SocketAddr::new(ip, 0)).unwrap();
+    let server_addr = server.local_addr().unwrap();
+    let client = PathSocket::client(&Binding::Source(ip), server_addr).unwrap();
+    let client_addr = client.local_addr().unwrap();
+    assert_eq!(client_addr.ip(), ip);
+
+    for i in 0..3u8 {
+        client.send(server_addr, &[i; 100], None).await.unwrap();
+    }
+    let got = receive(&server, 3).await;
+    assert_eq!(
+        got,
+        (0..3u8)
+            .map(|i| (client_addr, vec![i; 100]))
+            .collect::<Vec<_>>()
+    );
+
+    server.send(client_addr, b"reply", None).await.unwrap();
+    assert_eq!(
+        receive(&client, 1).await,
+        vec![(server_addr, b"reply".to_vec())]
+    );
+}
+
+#[test]
+fn datagrams_go_both_ways_over_ipv4() {
+    runtime().block_on(round_trip(LOOP4));
+}
+
+#[test]
+fn datagrams_go_both_ways_over_ipv6() {
+    runtime().block_on(round_trip(LOOP6));
+}
+
+#[test]
+fn one_gso_send_arrives_as_separate_datagrams() {
+    runtime().block_on(async {
+        let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let server_addr = server.local_addr().unwrap();
+        let client = PathSocket::client(&Binding::Source(LOOP4), server_addr).unwrap();
+        assert!(
+            client.max_gso_segments() >= 6,
+            "loopback supports UDP GSO on Linux >= 4.18"
+        );
+        // Five full segments of 1200 bytes and a short last one.
+        let mut contents = Vec::new();
+        for i in 0..5u8 {
+            contents.extend_from_slice(&[i; 1200]);
+        }
+        contents.extend_from_slice(&[9; 300]);
+        client
+            .send(server_addr, &contents, Some(1200))
+            .await
+            .unwrap();
+
+        let got: Vec<Vec<u8>> = receive(&server, 6).await.into_iter().map(|d| d.1).collect();
+        let mut want: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 1200]).collect();
+        want.push(vec![9; 300]);
+        assert_eq!(got, want);
+    });
+}
+
+#[test]
+fn a_path_bound_to_an_interface_sends_through_it() {
+    runtime().block_on(async {
+        let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let server_addr = server.local_addr().unwrap();
+        let bound = PathSocket::client(&Binding::Interface("lo".into()), server_addr);
+        if !have_root() {
+            assert!(matches!(
+                bound,
+                Err(SocketError::BindToDeviceNotPermitted(_))
+            ));
+            return;
+        }
+        let client = bound.unwrap();
+        client.send(server_addr, b"via lo", None).await.unwrap();
+        let got = receive(&server, 1).await;
+        assert_eq!(got[0].1, b"via lo");
+    });
+}
+
+#[test]
+fn a_missing_interface_is_named_in_the_error() {
+    runtime().block_on(async {
+        let server = SocketAddr::new(LOOP4, 9);
+        let err = PathSocket::client(&Binding::Interface("nosuch0".into()), server)
+            .err()
+            .expect("no such interface");
+        assert_eq!(err.to_string(), "interface \"nosuch0\" does not exist");
+        let err = PathSocket::client(&Binding::Interface("x".repeat(16)), server)
+            .err()
+            .expect("name too long");
+        assert!(matches!(err, SocketError::BadInterfaceName(_)), "{err}");
+    });
+}
+
+#[test]
+fn a_source_address_not_on_this_host_is_refused() {
+    runtime().block_on(async {
+        let server = SocketAddr::new(LOOP4, 9);
+        // TEST-NET-3, never assigned to a local interface.
+        let err = PathSocket::client(&Binding::Source("203.0.113.7".parse().unwrap()), server)
+            .err()
+            .expect("address not local");
+        assert!(
+            err.to_string()
+                .starts_with("cannot bind UDP socket to 203.0.113.7:0"),
+            "{err}"
+        );
+    });
+}
+
+#[test]
+fn datagrams_can_be_changed_in_place() {
+    runtime().block_on(async {
+        let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let server_addr = server.local_addr().unwrap();
+        let client = PathSocket::client(&Binding::Source(LOOP4), server_addr).unwrap();
+        // One GSO send, so that both datagrams arrive in one receive call.
+        client
+            .send(server_addr, &[[1u8; 500], [2u8; 500]].concat(), Some(500))
+            .await
+            .unwrap();
+        let mut batch = RecvBatch::new();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            tokio::time::timeout(Duration::from_secs(5), server.recv(&mut batch))
+                .await
+                .expect("datagrams within 5 s")
+                .unwrap();
+            batch.for_each_mut(|from, bytes| {
+                seen.push((from, bytes[0], bytes.len()));
+                bytes[0] = 0xff;
+            });
+            // What the closure wrote is what the batch now holds.
+            assert!(batch.datagrams().all(|d| d.bytes[0] == 0xff));
+        }
+        let client_addr = client.local_addr().unwrap();
+        assert_eq!(seen, vec![(client_addr, 1, 500), (client_addr, 2, 500)]);
+    });
+}

@@ -1,0 +1,357 @@
+//! A scenario run through the real tunnel session: a client
+//! [`Session`] and a server [`Endpoint`] (handshake, encryption, probes,
+//! path state, rekeying) over the same simulated links as [`crate::sim`].
+//! Traffic flows client to server; the server sends feedback, probe
+//! answers and handshake responses back. Keys and every random choice come
+//! from the scenario's seed, so runs are reproducible to the packet.
+//!
+//! Scripted incidents ([`SessionSpec`]): a NAT rebinding of a path (the
+//! client's address on it changes), a server restart (the endpoint is
+//! replaced by a fresh one with the same key), and a client configured
+//! with a key the server does not know.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use braid_core::crypto::{PublicKey, StaticKeypair};
+use braid_core::session::{
+    tunnel_mtu, ClientConfig, DropCounters, Endpoint, EndpointConfig, Event, PathConfig, PathRole,
+    PeerConfig, Session, SessionConfig, MAX_DATAGRAM_LEN,
+};
+use braid_core::wire::IP_UDP_OVERHEAD;
+use rand::SeedableRng;
+use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
+use serde::Serialize;
+
+use crate::metrics::{Metrics, Report, SenderView};
+use crate::sim::{build_links, forward, Events, Hop, Scenario, SimError, DRAIN};
+use crate::traffic::Source;
+
+/// Largest payload a session scenario may use: the tunnel MTU of a
+/// 1500-byte IPv4 path.
+pub const MAX_SESSION_PAYLOAD: usize = tunnel_mtu(1500, false);
+
+/// What the session run does besides carrying traffic.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionSpec {
+    /// Replace keys this often (default: the session's 120 s).
+    pub rekey_after: Option<Duration>,
+    /// At each (time, path), the client's address on the path changes.
+    pub rebind: Vec<(Duration, usize)>,
+    /// The server restarts (loses all state) at this time.
+    pub server_restart_at: Option<Duration>,
+    /// The client uses a key pair the server does not know.
+    pub unknown_client: bool,
+    /// Path roles, by path index (missing: primary).
+    pub roles: Vec<PathRole>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// A session event and when (simulated time) it happened.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEventRecord {
+    pub t_s: f64,
+    pub side: Side,
+    pub event: String,
+    #[serde(skip)]
+    pub raw: Event,
+}
+
+/// What the session layer did in a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionReport {
+    pub events: Vec<SessionEventRecord>,
+    /// Datagrams dropped, by reason, at the client and at the server
+    /// (endpoint and its session together).
+    pub client_drops: Vec<(String, u64)>,
+    pub server_drops: Vec<(String, u64)>,
+    pub client_handshakes: u64,
+    pub server_sessions: usize,
+    /// Datagrams the server sent (all kinds).
+    pub server_datagrams: u64,
+    /// Bytes each data packet carries on a path besides its payload (IPv4).
+    pub overhead_bytes_per_packet: usize,
+}
+
+impl SessionReport {
+    /// Time of the first event of `side` matching `pred`.
+    pub fn first(&self, side: Side, pred: impl Fn(&Event) -> bool) -> Option<Duration> {
+        self.events
+            .iter()
+            .find(|r| r.side == side && pred(&r.raw))
+            .map(|r| Duration::from_secs_f64(r.t_s))
+    }
+}
+
+fn drops_list(d: &DropCounters) -> Vec<(String, u64)> {
+    d.iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(r, n)| (r.name().to_owned(), n))
+        .collect()
+}
+
+fn keypair(rng: &mut ChaCha20Rng) -> StaticKeypair {
+    StaticKeypair::generate(rng)
+}
+
+fn seed(rng: &mut ChaCha20Rng) -> [u8; 32] {
+    let mut s = [0u8; 32];
+    rand::RngCore::fill_bytes(rng, &mut s);
+    s
+}
+
+const SERVER_ADDR: &str = "10.255.0.1:51820";
+
+fn client_addr(path: usize, generation: u32) -> SocketAddr {
+    SocketAddr::from(([10, path as u8, 0, 2], 40000 + generation as u16))
+}
+
+fn session_config(s: &Scenario, spec: &SessionSpec) -> SessionConfig {
+    let mut c = SessionConfig {
+        scheduler: s.scheduler.clone(),
+        cc: s.cc,
+        tunnel_mtu: MAX_SESSION_PAYLOAD,
+        ..SessionConfig::default()
+    };
+    c.reseq.mode = s.reseq_mode;
+    if let Some(r) = spec.rekey_after {
+        c.rekey_after = r;
+    }
+    c
+}
+
+fn endpoint(
+    config: &SessionConfig,
+    server: &StaticKeypair,
+    client: PublicKey,
+    seed: [u8; 32],
+) -> Endpoint {
+    Endpoint::new(
+        EndpointConfig {
+            local: server.clone(),
+            peers: vec![PeerConfig {
+                public_key: client,
+                psk: None,
+            }],
+            session: config.clone(),
+            handshakes_per_second: 50,
+        },
+        seed,
+    )
+    .expect("the scenario's session configuration is valid")
+}
+
+pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
+    if s.payload_bytes > MAX_SESSION_PAYLOAD || s.payload_bytes < crate::metrics::STAMP_BYTES {
+        return Err(SimError::Session(format!(
+            "payload of {} bytes: must be {} to {MAX_SESSION_PAYLOAD} bytes (a 1500-byte packet less {} bytes of IP, UDP, tunnel and braid headers)",
+            s.payload_bytes,
+            crate::metrics::STAMP_BYTES,
+            1500 - MAX_SESSION_PAYLOAD
+        )));
+    }
+    let mut keys_rng = ChaCha20Rng::seed_from_u64(s.seed ^ 0x5e55_1011);
+    let server_key = keypair(&mut keys_rng);
+    let client_key = keypair(&mut keys_rng);
+    let stranger = keypair(&mut keys_rng);
+    let config = session_config(s, spec);
+    let client_config = ClientConfig {
+        local: if spec.unknown_client {
+            stranger
+        } else {
+            client_key.clone()
+        },
+        server: server_key.public,
+        psk: None,
+        paths: s
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PathConfig {
+                name: p.name_or_default(i),
+                role: spec.roles.get(i).copied().unwrap_or_default(),
+                cost: p.cost,
+                remote: SERVER_ADDR.parse().expect("valid address"),
+            })
+            .collect(),
+        session: config.clone(),
+    };
+    let mut client = Session::client(client_config, seed(&mut keys_rng))
+        .map_err(|e| SimError::Session(e.to_string()))?;
+    let mut server = endpoint(&config, &server_key, client_key.public, seed(&mut keys_rng));
+    let server_addr: SocketAddr = SERVER_ADDR.parse().expect("valid address");
+
+    let mut master = ChaCha8Rng::seed_from_u64(s.seed);
+    let mut links = build_links(s, &mut master);
+    let mut generation = vec![0u32; s.paths.len()];
+    let mut rebinds = spec.rebind.clone();
+    rebinds.sort();
+    let mut rebinds = rebinds.into_iter().peekable();
+    let mut restart = spec.server_restart_at;
+
+    let mut source = Source::new(s.traffic.clone(), s.ideal_goodput_bps(), s.payload_bytes);
+    let mut metrics = Metrics::new(s);
+    let mut events = Events::default();
+    let mut records = Vec::new();
+    let mut server_datagrams = 0u64;
+    let mut server_drops_before_restart = DropCounters::default();
+    let end = s.duration + DRAIN;
+    let mut now = Duration::ZERO;
+    let mut same_time_steps = 0u32;
+    let (client_clock, server_clock) = s.clock.clocks();
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+
+    loop {
+        let t_source = Some(source.peek()).filter(|t| *t < s.duration);
+        let t_event = events.peek_time();
+        let t_client = client
+            .poll_timeout()
+            .map(|t| client_clock.true_time_of(t, now));
+        let t_server = server
+            .poll_timeout()
+            .map(|t| server_clock.true_time_of(t, now));
+        let t_rebind = rebinds.peek().map(|(t, _)| *t);
+        let Some(next) = [t_source, t_event, t_client, t_server, t_rebind, restart]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            break;
+        };
+        if next > end {
+            break;
+        }
+        let next = next.max(now);
+        if next == now {
+            same_time_steps += 1;
+            if same_time_steps > 1_000_000 {
+                return Err(SimError::Stuck(now));
+            }
+        } else {
+            same_time_steps = 0;
+        }
+        now = next;
+        let client_now = client_clock.read(now);
+        let server_now = server_clock.read(now);
+
+        if restart == Some(now) {
+            restart = None;
+            server_drops_before_restart = total_server_drops(&server, server_now);
+            server = endpoint(&config, &server_key, client_key.public, seed(&mut keys_rng));
+        } else if t_rebind == Some(now) {
+            let (_, path) = rebinds.next().expect("peeked");
+            if let Some(g) = generation.get_mut(path) {
+                *g += 1;
+            }
+        } else if t_source == Some(now) {
+            source.next_send();
+            let mut payload = vec![0u8; s.payload_bytes];
+            metrics.on_offered(&mut payload, now);
+            // Not connected yet or queue full: application loss, counted.
+            let _ = client.send(client_now, payload);
+        } else if t_event == Some(now) {
+            let mut e = events.pop().expect("peeked");
+            let path = usize::from(e.path);
+            match e.hop {
+                Hop::Up => {
+                    metrics.on_path_arrival(path, now, e.data.len() + IP_UDP_OVERHEAD);
+                    let from = client_addr(path, generation[path]);
+                    let _ = server.handle_datagram(server_now, from, &mut e.data);
+                }
+                Hop::Down => {
+                    let _ =
+                        client.handle_datagram(client_now, Some(e.path), server_addr, &mut e.data);
+                }
+                // Runs through the session carry no TCP sources (refused in `sim::run`).
+                Hop::TcpAck => {}
+            }
+        } else {
+            if t_client.is_some_and(|t| t <= now) {
+                client.handle_timeout(client_now);
+            }
+            if t_server.is_some_and(|t| t <= now) {
+                server.handle_timeout(server_now);
+            }
+        }
+
+        while let Some(t) = client.poll_transmit(client_now, &mut buf) {
+            forward(
+                &mut links[usize::from(t.path)].0,
+                now,
+                Hop::Up,
+                t.path,
+                buf[..t.len].to_vec(),
+                &mut events,
+            );
+        }
+        while let Some((_, t)) = server.poll_transmit(server_now, &mut buf) {
+            server_datagrams += 1;
+            // The datagram reaches the client only through the NAT mapping
+            // of the path's current address.
+            let path = (0..s.paths.len()).find(|&i| client_addr(i, generation[i]) == t.remote);
+            if let Some(path) = path {
+                forward(
+                    &mut links[path].1,
+                    now,
+                    Hop::Down,
+                    path as u8,
+                    buf[..t.len].to_vec(),
+                    &mut events,
+                );
+            }
+        }
+        while let Some(d) = server.poll_deliver() {
+            metrics.on_delivered(&d.1, now);
+        }
+        while let Some(e) = client.poll_event() {
+            records.push(record(now, Side::Client, e));
+        }
+        while let Some((_, e)) = server.poll_event() {
+            records.push(record(now, Side::Server, e));
+        }
+    }
+    let peer = server.peer_id(&client_key.public).expect("configured peer");
+    let reseq = server
+        .session(peer)
+        .map(|sess| sess.receiver().resequencer().counters.clone())
+        .unwrap_or_default();
+    let client_stats = client.stats(client_clock.read(now));
+    let mut server_drops = total_server_drops(&server, server_clock.read(now));
+    server_drops.merge(&server_drops_before_restart);
+    let view = SenderView::of(client.sender(), s.paths.len());
+    let mut report = metrics.finish(s, &view, &reseq, &links);
+    report.session = Some(SessionReport {
+        events: records,
+        client_drops: drops_list(&client_stats.drops),
+        server_drops: drops_list(&server_drops),
+        client_handshakes: client_stats.handshakes,
+        server_sessions: server.stats().sessions,
+        server_datagrams,
+        overhead_bytes_per_packet: braid_core::session::SESSION_OVERHEAD + IP_UDP_OVERHEAD,
+    });
+    Ok(report)
+}
+
+/// The endpoint's drops and its session's.
+fn total_server_drops(server: &Endpoint, now: braid_core::time::Instant) -> DropCounters {
+    let mut d = server.stats().drops;
+    if let Some(sess) = server.session(braid_core::session::PeerId(0)) {
+        d.merge(&sess.stats(now).drops);
+    }
+    d
+}
+
+fn record(now: Duration, side: Side, event: Event) -> SessionEventRecord {
+    SessionEventRecord {
+        t_s: now.as_secs_f64(),
+        side,
+        event: format!("{event:?}"),
+        raw: event,
+    }
+}

@@ -1,0 +1,155 @@
+//! Congestion window growth and reduction: NewReno (RFC 5681) and CUBIC
+//! (RFC 9438), in segments.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpCc {
+    Cubic,
+    Reno,
+}
+
+impl TcpCc {
+    pub fn name(self) -> &'static str {
+        match self {
+            TcpCc::Cubic => "cubic",
+            TcpCc::Reno => "reno",
+        }
+    }
+}
+
+/// CUBIC's scaling constant C, in segments per second cubed.
+const CUBIC_C: f64 = 0.4;
+/// CUBIC's multiplicative decrease factor.
+const CUBIC_BETA: f64 = 0.7;
+
+/// Window state of one connection's congestion controller.
+#[derive(Debug, Clone)]
+pub enum Window {
+    Reno,
+    Cubic(Cubic),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Cubic {
+    /// Window before the last reduction.
+    w_max: f64,
+    /// Start of the current congestion avoidance epoch, the window the
+    /// cubic function returns to (its origin), and K, the time it takes.
+    epoch: Option<(Duration, f64, f64)>,
+    /// The Reno-friendly estimate.
+    w_est: f64,
+}
+
+impl Window {
+    pub fn new(cc: TcpCc) -> Window {
+        match cc {
+            TcpCc::Reno => Window::Reno,
+            TcpCc::Cubic => Window::Cubic(Cubic::default()),
+        }
+    }
+
+    /// The new slow start threshold after a congestion event at `cwnd`.
+    pub fn on_congestion(&mut self, cwnd: f64) -> f64 {
+        match self {
+            Window::Reno => (cwnd / 2.0).max(2.0),
+            Window::Cubic(c) => {
+                // Fast convergence (RFC 9438 4.7): a flow whose window
+                // shrank since its last loss releases bandwidth sooner.
+                c.w_max = if cwnd < c.w_max {
+                    cwnd * (1.0 + CUBIC_BETA) / 2.0
+                } else {
+                    cwnd
+                };
+                c.epoch = None;
+                (cwnd * CUBIC_BETA).max(2.0)
+            }
+        }
+    }
+
+    /// cwnd after `acked` segments were newly acknowledged in congestion
+    /// avoidance at `now`, with smoothed round trip `srtt`.
+    pub fn on_ack(&mut self, cwnd: f64, acked: u64, now: Duration, srtt: Duration) -> f64 {
+        let acked = acked as f64;
+        match self {
+            Window::Reno => cwnd + acked / cwnd,
+            Window::Cubic(c) => {
+                let (start, origin, k) = *c.epoch.get_or_insert_with(|| {
+                    c.w_est = cwnd;
+                    // With no loss yet, or a window already past the last
+                    // maximum, the curve starts convex from here.
+                    let origin = c.w_max.max(cwnd);
+                    (now, origin, ((origin - cwnd) / CUBIC_C).cbrt())
+                });
+                let w_cubic = |t: f64| CUBIC_C * (t - k).powi(3) + origin;
+                let t = (now - start).as_secs_f64();
+                // RFC 9438 4.3: the Reno-friendly window, with alpha chosen so
+                // that its average matches Reno's.
+                let alpha = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
+                c.w_est += alpha * acked / cwnd;
+                if w_cubic(t) < c.w_est {
+                    return c.w_est.max(cwnd);
+                }
+                // RFC 9438 4.4/4.5: aim at the window one round trip ahead.
+                let target = w_cubic(t + srtt.as_secs_f64()).clamp(cwnd, 1.5 * cwnd);
+                cwnd + (target - cwnd) / cwnd * acked
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reno_halves_and_grows_one_segment_per_window() {
+        let mut w = Window::new(TcpCc::Reno);
+        assert_eq!(w.on_congestion(100.0), 50.0);
+        let mut cwnd = 50.0;
+        let srtt = Duration::from_millis(100);
+        // One window of ACKs adds one segment.
+        for _ in 0..50 {
+            cwnd = w.on_ack(cwnd, 1, Duration::ZERO, srtt);
+        }
+        assert!((cwnd - 51.0).abs() < 0.05, "{cwnd}");
+    }
+
+    /// Feeds one window of single-segment ACKs per round trip from
+    /// `from` to `to` seconds.
+    fn advance(w: &mut Window, cwnd: &mut f64, from: f64, to: f64, srtt: Duration) {
+        let mut t = from;
+        while t < to {
+            let now = Duration::from_secs_f64(t);
+            for _ in 0..(*cwnd as u64) {
+                *cwnd = w.on_ack(*cwnd, 1, now, srtt);
+            }
+            t += srtt.as_secs_f64();
+        }
+    }
+
+    #[test]
+    fn cubic_reduces_by_beta_and_returns_to_w_max_after_k() {
+        let mut w = Window::new(TcpCc::Cubic);
+        let mut cwnd = w.on_congestion(1000.0);
+        assert!((cwnd - 700.0).abs() < 1e-9);
+        // K = cbrt(300 / 0.4) = 9.1 s: the window is back near 1000 then,
+        // with a plateau around it (concave, then convex). At this window
+        // and round trip the Reno-friendly estimate stays below.
+        let srtt = Duration::from_millis(50);
+        advance(&mut w, &mut cwnd, 0.0, 3.0, srtt);
+        assert!(cwnd > 850.0 && cwnd < 1000.0, "concave growth: {cwnd}");
+        advance(&mut w, &mut cwnd, 3.0, 9.1, srtt);
+        assert!((cwnd - 1000.0).abs() < 15.0, "plateau at w_max: {cwnd}");
+        advance(&mut w, &mut cwnd, 9.1, 14.0, srtt);
+        assert!(cwnd > 1040.0, "convex probing past w_max: {cwnd}");
+        // A second loss below w_max converges fast: w_max becomes 0.85 cwnd.
+        let mut w = Window::new(TcpCc::Cubic);
+        w.on_congestion(100.0);
+        w.on_congestion(80.0);
+        let Window::Cubic(c) = &w else {
+            unreachable!("built as cubic")
+        };
+        assert!((c.w_max - 68.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,305 @@
+//! The tunnel session (handshake, encryption, probes, path state) driven
+//! by the simulator: the tunnel behaviours that need no kernel, checked
+//! deterministically on virtual time.
+
+use std::time::Duration;
+
+use braid_core::session::{Event, PathRole};
+use braid_sim::metrics::Report;
+use braid_sim::session_run::{SessionReport, SessionSpec, Side};
+use braid_sim::sim::{run, Scenario};
+use braid_sim::spec::PathSpec;
+use braid_sim::traffic::TrafficSpec;
+
+fn scenario(specs: &[&str], traffic: &str, secs: u64, spec: SessionSpec) -> Scenario {
+    let mut s = Scenario::new(specs.iter().map(|p| PathSpec::parse(p).unwrap()).collect());
+    s.traffic = TrafficSpec::parse(traffic).unwrap();
+    s.duration = Duration::from_secs(secs);
+    s.session = Some(spec);
+    s
+}
+
+fn session(r: &Report) -> &SessionReport {
+    r.session
+        .as_ref()
+        .expect("a session run reports its session")
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// Throughput of in-order delivery in the series bins covering `[from, to)`.
+fn goodput_between(r: &Report, from: f64, to: f64) -> f64 {
+    let bin = r.series.bin_s;
+    let bins: Vec<f64> = r
+        .series
+        .in_order_goodput_bps
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i as f64 * bin >= from && (*i + 1) as f64 * bin <= to)
+        .map(|(_, v)| *v)
+        .collect();
+    bins.iter().sum::<f64>() / bins.len() as f64
+}
+
+#[test]
+fn clean_paths_carry_traffic_encrypted_without_loss() {
+    let r = run(&scenario(
+        &["10mbit,10ms", "10mbit,30ms"],
+        "cbr:50%",
+        5,
+        SessionSpec::default(),
+    ))
+    .unwrap();
+    let sess = session(&r);
+    assert!(
+        sess.first(Side::Client, |e| matches!(e, Event::Connected { .. }))
+            .unwrap()
+            < secs(0.1)
+    );
+    // Packets offered before the handshake completed are refused (a few
+    // milliseconds' worth); everything after arrives.
+    assert!(r.loss_rate < 0.01, "loss {}", r.loss_rate);
+    assert!(r.in_order_goodput_bps >= 0.99 * r.goodput_bps);
+    assert!(sess.server_drops.is_empty(), "{:?}", sess.server_drops);
+    assert_eq!(sess.overhead_bytes_per_packet, 75);
+    // At this load the scheduler leaves path 1 idle client-to-server while
+    // the server's loss reports still use it: probes must keep it up on
+    // both sides (they once flapped).
+    let flaps: Vec<_> = sess
+        .events
+        .iter()
+        .filter(|e| matches!(e.raw, Event::PathDown { .. }))
+        .collect();
+    assert!(flaps.is_empty(), "{flaps:?}");
+}
+
+#[test]
+fn same_seed_same_run() {
+    let s = scenario(
+        &["8mbit,10ms,loss=1%", "4mbit,40ms,jitter=5ms"],
+        "cbr:80%",
+        4,
+        SessionSpec::default(),
+    );
+    let a = run(&s).unwrap();
+    let b = run(&s).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn failover_marks_the_path_down_within_300ms_and_traffic_moves() {
+    // Path 0 is cut at 3 s for good; the load fits path 1 alone.
+    let r = run(&scenario(
+        &["10mbit,10ms,blackout=3s+100s", "10mbit,20ms"],
+        "cbr:40%",
+        8,
+        SessionSpec::default(),
+    ))
+    .unwrap();
+    let sess = session(&r);
+    let down = |e: &Event| matches!(e, Event::PathDown { path: 0, .. });
+    for side in [Side::Client, Side::Server] {
+        let t = sess
+            .first(side, down)
+            .unwrap_or_else(|| panic!("{side:?} never marked path 0 down"));
+        assert!(
+            t >= secs(3.0) && t <= secs(3.3),
+            "{side:?} marked it down at {t:?}"
+        );
+    }
+    assert!(sess
+        .first(Side::Client, |e| matches!(
+            e,
+            Event::PathDown { path: 1, .. }
+        ))
+        .is_none());
+    // After the failover the offered load arrives in full on path 1.
+    let before = goodput_between(&r, 1.0, 3.0);
+    let after = goodput_between(&r, 4.0, 8.0);
+    assert!(
+        after >= 0.97 * before,
+        "goodput {before} before the cut, {after} after"
+    );
+}
+
+#[test]
+fn path_comes_back_after_a_blackout() {
+    let r = run(&scenario(
+        &["10mbit,10ms,blackout=2s+1s", "10mbit,20ms"],
+        "cbr:40%",
+        5,
+        SessionSpec::default(),
+    ))
+    .unwrap();
+    let sess = session(&r);
+    let up_again = sess
+        .events
+        .iter()
+        .find(|e| {
+            e.side == Side::Client && e.t_s > 2.5 && matches!(e.raw, Event::PathUp { path: 0, .. })
+        })
+        .expect("path 0 back up");
+    assert!(up_again.t_s <= 3.2, "back at {}", up_again.t_s);
+    // And it carries its share again.
+    let share_after = r.series.path_bps[0][40..50].iter().sum::<f64>();
+    assert!(
+        share_after > 0.0,
+        "path 0 carries nothing after coming back"
+    );
+}
+
+#[test]
+fn nat_rebinding_mid_transfer_keeps_the_session() {
+    let spec = SessionSpec {
+        rebind: vec![(secs(2.0), 0), (secs(3.0), 1)],
+        ..SessionSpec::default()
+    };
+    let r = run(&scenario(
+        &["10mbit,10ms", "10mbit,25ms"],
+        "cbr:50%",
+        5,
+        spec,
+    ))
+    .unwrap();
+    let sess = session(&r);
+    for path in [0u8, 1] {
+        assert!(
+            sess.first(
+                Side::Server,
+                |e| matches!(e, Event::PathRebound { path: p, .. } if *p == path)
+            )
+            .is_some(),
+            "server adopted no new address for path {path}"
+        );
+    }
+    assert!(sess
+        .first(Side::Client, |e| matches!(e, Event::PathDown { .. }))
+        .is_none());
+    assert_eq!(sess.client_handshakes, 1, "no new handshake needed");
+    assert!(r.loss_rate < 0.01, "loss {}", r.loss_rate);
+}
+
+#[test]
+fn rekey_during_transfer_loses_nothing() {
+    let spec = SessionSpec {
+        rekey_after: Some(secs(1.0)),
+        ..SessionSpec::default()
+    };
+    let base = run(&scenario(
+        &["10mbit,10ms", "10mbit,30ms"],
+        "cbr:50%",
+        6,
+        SessionSpec::default(),
+    ))
+    .unwrap();
+    let r = run(&scenario(
+        &["10mbit,10ms", "10mbit,30ms"],
+        "cbr:50%",
+        6,
+        spec,
+    ))
+    .unwrap();
+    let sess = session(&r);
+    let rekeys = sess
+        .events
+        .iter()
+        .filter(|e| e.side == Side::Server && e.raw == Event::Rekeyed)
+        .count();
+    assert!(rekeys >= 4, "{rekeys} rekeys");
+    assert_eq!(r.loss_rate, base.loss_rate, "rekeying lost packets");
+    assert!(sess.server_drops.is_empty(), "{:?}", sess.server_drops);
+    assert!(
+        sess.client_drops.iter().all(|(k, _)| k == "not_connected"),
+        "{:?}",
+        sess.client_drops
+    );
+}
+
+#[test]
+fn server_restart_client_reconnects_by_itself() {
+    let spec = SessionSpec {
+        server_restart_at: Some(secs(2.0)),
+        ..SessionSpec::default()
+    };
+    let r = run(&scenario(
+        &["10mbit,10ms", "10mbit,30ms"],
+        "cbr:40%",
+        6,
+        spec,
+    ))
+    .unwrap();
+    let sess = session(&r);
+    let back = sess
+        .first(Side::Client, |e| {
+            *e == Event::Connected {
+                peer_restarted: true,
+            }
+        })
+        .expect("client reconnected");
+    // Paths silent for 250 ms, the session for 500 ms: a new handshake.
+    assert!(back <= secs(2.8), "reconnected at {back:?}");
+    assert!(sess
+        .server_drops
+        .iter()
+        .any(|(k, n)| k == "unknown_index" && *n > 0));
+    // Traffic flows again in full after the reconnection.
+    let before = goodput_between(&r, 0.5, 2.0);
+    let after = goodput_between(&r, 5.0, 6.0);
+    assert!(
+        after >= 0.97 * before,
+        "goodput {before} before, {after} after"
+    );
+}
+
+#[test]
+fn unknown_client_gets_no_reply_and_no_state() {
+    let spec = SessionSpec {
+        unknown_client: true,
+        ..SessionSpec::default()
+    };
+    let r = run(&scenario(
+        &["10mbit,10ms", "10mbit,30ms"],
+        "cbr:10%",
+        3,
+        spec,
+    ))
+    .unwrap();
+    let sess = session(&r);
+    assert_eq!(sess.server_datagrams, 0, "the server answered");
+    assert_eq!(sess.server_sessions, 0);
+    assert!(r.paths.iter().all(|p| p.sender.sent_packets == 0));
+    assert!(sess
+        .server_drops
+        .iter()
+        .any(|(k, n)| k == "unknown_peer" && *n >= 2));
+    assert_eq!(r.goodput_bps, 0.0);
+}
+
+#[test]
+fn backup_path_only_while_the_primary_is_down() {
+    let spec = SessionSpec {
+        roles: vec![PathRole::Primary, PathRole::Backup],
+        ..SessionSpec::default()
+    };
+    let r = run(&scenario(
+        &["10mbit,10ms,blackout=3s+2s", "10mbit,10ms"],
+        "cbr:40%",
+        7,
+        spec,
+    ))
+    .unwrap();
+    let backup = &r.series.path_bps[1];
+    let bin = r.series.bin_s;
+    let at = |t: f64| backup[(t / bin) as usize];
+    // Probes only (well under 1 % of 4 Mbit/s) while the primary is up...
+    assert!(
+        at(1.0) < 40_000.0 && at(6.5) < 40_000.0,
+        "{} {}",
+        at(1.0),
+        at(6.5)
+    );
+    // ...and the load during the primary's blackout.
+    assert!(at(4.0) > 3_000_000.0, "{}", at(4.0));
+}

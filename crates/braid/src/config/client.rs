@@ -1,0 +1,244 @@
+//! `client.toml`: the client's keys, its server, its tunnel and its paths.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use ipnet::IpNet;
+use serde::Deserialize;
+use toml::Spanned;
+
+use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
+
+use super::values::{DataCap, Key, Rate, Role, TunnelAddr};
+use super::{Invalid, Validate};
+
+/// Default control socket of a client.
+pub const DEFAULT_CONTROL_SOCKET: &str = "/run/braid/client.sock";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientConfig {
+    /// This client's static private key (base64, `braid genkey`).
+    pub private_key: Key<PrivateKey>,
+    pub server: ServerEndpoint,
+    pub tunnel: TunnelConfig,
+    #[serde(default)]
+    pub routing: Routing,
+    #[serde(rename = "path")]
+    pub paths: Vec<Spanned<PathConfig>>,
+    pub control_socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerEndpoint {
+    /// The server's static public key (base64, `braid pubkey`).
+    pub public_key: Key<PublicKey>,
+    /// The server's UDP address, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`).
+    pub endpoint: SocketAddr,
+    /// An optional pre-shared key (base64), mixed into the handshake.
+    pub preshared_key: Option<Key<PresharedKey>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunnelConfig {
+    /// TUN device name.
+    #[serde(default = "default_tun_name")]
+    pub name: String,
+    pub ipv4: Option<Spanned<TunnelAddr>>,
+    pub ipv6: Option<Spanned<TunnelAddr>>,
+    /// MTU of the TUN device: inner packets up to this size.
+    pub mtu: Option<Spanned<u16>>,
+}
+
+fn default_tun_name() -> String {
+    "braid0".to_owned()
+}
+
+/// What the client routes into the tunnel.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Routing {
+    /// Everything (IPv4 and IPv6 for the families the tunnel has), except
+    /// the paths' own packets to the server.
+    pub route_all: Option<Spanned<bool>>,
+    /// Only these prefixes.
+    #[serde(default)]
+    pub prefixes: Vec<IpNet>,
+    /// The policy-routing table braid's routes go into.
+    #[serde(default = "default_table")]
+    pub table: u32,
+}
+
+/// The default policy-routing table (braid's default port number, so that
+/// it is easy to recognize in `ip rule`).
+pub const DEFAULT_TABLE: u32 = 51820;
+
+fn default_table() -> u32 {
+    DEFAULT_TABLE
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathConfig {
+    /// A name for logs and `braid status` (default: the interface or address).
+    pub name: Option<String>,
+    /// Send out of this interface (SO_BINDTODEVICE).
+    pub interface: Option<String>,
+    /// Or send from this source address.
+    pub source: Option<IpAddr>,
+    #[serde(default)]
+    pub role: Role,
+    /// Never send faster than this on the path.
+    pub rate_limit: Option<Rate>,
+    /// After this much data in a day or month, the path is demoted to backup.
+    pub data_cap: Option<DataCap>,
+    /// BATCP's monetary-cost weight in [0, 1]: 0 ignores cost.
+    pub cost_weight: Option<Spanned<f64>>,
+}
+
+impl PathConfig {
+    pub fn display_name(&self) -> String {
+        match (&self.name, &self.interface, &self.source) {
+            (Some(name), _, _) => name.clone(),
+            (None, Some(interface), _) => interface.clone(),
+            (None, None, Some(source)) => source.to_string(),
+            (None, None, None) => "?".to_owned(),
+        }
+    }
+}
+
+impl Default for Routing {
+    fn default() -> Routing {
+        Routing {
+            route_all: None,
+            prefixes: Vec::new(),
+            table: DEFAULT_TABLE,
+        }
+    }
+}
+
+impl Routing {
+    pub fn route_all(&self) -> bool {
+        self.route_all.as_ref().is_some_and(|all| *all.get_ref())
+    }
+}
+
+impl ClientConfig {
+    pub fn control_socket(&self) -> PathBuf {
+        self.control_socket
+            .clone()
+            .unwrap_or_else(|| DEFAULT_CONTROL_SOCKET.into())
+    }
+}
+
+/// Smallest MTU an IPv6 link may have (RFC 8200 §5).
+pub const MIN_TUNNEL_MTU: u16 = 1280;
+
+impl Validate for ClientConfig {
+    fn validate(&self) -> Result<(), Invalid> {
+        if self.paths.is_empty() {
+            return Err(Invalid::new(
+                0..0,
+                "path",
+                "at least one [[path]] is needed",
+            ));
+        }
+        if self.tunnel.ipv4.is_none() && self.tunnel.ipv6.is_none() {
+            return Err(Invalid::new(
+                0..0,
+                "tunnel",
+                "[tunnel] needs an ipv4 or an ipv6 address",
+            ));
+        }
+        for (family, addr) in [("ipv4", &self.tunnel.ipv4), ("ipv6", &self.tunnel.ipv6)] {
+            if let Some(addr) = addr {
+                let right = match family {
+                    "ipv4" => addr.get_ref().addr().is_ipv4(),
+                    _ => addr.get_ref().addr().is_ipv6(),
+                };
+                if !right {
+                    return Err(Invalid::new(
+                        addr.span(),
+                        family,
+                        format!("not an {family} address"),
+                    ));
+                }
+            }
+        }
+        if let Some(mtu) = &self.tunnel.mtu {
+            if *mtu.get_ref() < MIN_TUNNEL_MTU {
+                return Err(Invalid::new(
+                    mtu.span(),
+                    "mtu",
+                    format!(
+                        "{} is below {MIN_TUNNEL_MTU}, the least IPv6 allows",
+                        mtu.get_ref()
+                    ),
+                ));
+            }
+        }
+        let route_all = self.routing.route_all.as_ref();
+        if let Some(all) = route_all.filter(|all| *all.get_ref()) {
+            if !self.routing.prefixes.is_empty() {
+                return Err(Invalid::new(
+                    all.span(),
+                    "route_all",
+                    "route_all = true routes everything: leave prefixes out",
+                ));
+            }
+        }
+        let mut names = Vec::new();
+        for path in &self.paths {
+            let span = path.span();
+            let p = path.get_ref();
+            match (&p.interface, &p.source) {
+                (Some(_), Some(_)) => {
+                    return Err(Invalid::new(
+                        span,
+                        "source",
+                        "a path has an interface or a source address, not both",
+                    ))
+                }
+                (None, None) => {
+                    return Err(Invalid::new(
+                        span,
+                        "interface",
+                        "a path needs an interface or a source address",
+                    ))
+                }
+                (None, Some(source)) if source.is_ipv4() != self.server.endpoint.is_ipv4() => {
+                    return Err(Invalid::new(
+                        span,
+                        "source",
+                        format!(
+                            "source {source} and server endpoint {} are of different IP families",
+                            self.server.endpoint
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+            if let Some(weight) = &p.cost_weight {
+                if !(0.0..=1.0).contains(weight.get_ref()) {
+                    return Err(Invalid::new(
+                        weight.span(),
+                        "cost_weight",
+                        format!("{} is outside [0, 1]", weight.get_ref()),
+                    ));
+                }
+            }
+            let name = p.display_name();
+            if names.contains(&name) {
+                return Err(Invalid::new(
+                    span,
+                    "name",
+                    format!("two paths are called {name:?}: give each a distinct name"),
+                ));
+            }
+            names.push(name);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,53 @@
+//! The daemons' TOML configuration: `braid client --config client.toml`
+//! and `braid server --config server.toml`.
+//!
+//! Unknown fields are errors, and every error names the file, the line and
+//! the field, whether toml found it (syntax, types, values that failed to
+//! parse) or the checks after it (a path with both an interface and a
+//! source address, overlapping peer addresses).
+
+pub mod client;
+mod error;
+pub mod server;
+mod values;
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+
+pub use error::ConfigError;
+pub use values::{Role, TunnelAddr};
+
+/// A config whose fields toml has read, and that checks what toml cannot.
+pub trait Validate {
+    /// Checks rules across fields; `Err((span, field, message))` where the
+    /// span is the byte range in the file that breaks the rule.
+    fn validate(&self) -> Result<(), Invalid>;
+}
+
+/// A rule a config breaks: where (a byte range in the file), which field,
+/// and what is wrong.
+#[derive(Debug)]
+pub struct Invalid {
+    pub span: std::ops::Range<usize>,
+    pub field: String,
+    pub message: String,
+}
+
+/// Reads and checks the config in `path`.
+pub fn load<T: DeserializeOwned + Validate>(path: &Path) -> Result<T, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;
+    parse(path, &text)
+}
+
+/// Parses and checks `text`, read from `path` (named in errors).
+pub fn parse<T: DeserializeOwned + Validate>(path: &Path, text: &str) -> Result<T, ConfigError> {
+    let config: T = toml::from_str(text).map_err(|e| ConfigError::from_toml(path, text, &e))?;
+    config
+        .validate()
+        .map_err(|invalid| ConfigError::invalid(path, text, invalid))?;
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,142 @@
+//! `server.toml`: the server's key, where it listens, its tunnel, its peers.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use ipnet::IpNet;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::client::MIN_TUNNEL_MTU;
+use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
+
+use super::values::{Key, TunnelAddr};
+use super::{Invalid, Validate};
+
+/// Default control socket of a server.
+pub const DEFAULT_CONTROL_SOCKET: &str = "/run/braid/server.sock";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// The server's static private key (base64, `braid genkey`).
+    pub private_key: Key<PrivateKey>,
+    /// UDP addresses to listen on, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`).
+    pub listen: Spanned<Vec<SocketAddr>>,
+    pub tunnel: ServerTunnel,
+    /// Masquerade the tunnel's traffic out of an uplink (nftables).
+    pub nat: Option<Nat>,
+    pub control_socket: Option<PathBuf>,
+    /// Serve Prometheus metrics on this TCP address.
+    pub metrics: Option<SocketAddr>,
+    #[serde(rename = "peer", default)]
+    pub peers: Vec<Spanned<PeerConfig>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerTunnel {
+    #[serde(default = "default_tun_name")]
+    pub name: String,
+    pub ipv4: Option<Spanned<TunnelAddr>>,
+    pub ipv6: Option<Spanned<TunnelAddr>>,
+    pub mtu: Option<Spanned<u16>>,
+}
+
+fn default_tun_name() -> String {
+    "braid0".to_owned()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Nat {
+    /// The interface the tunnel's traffic leaves through, masqueraded.
+    pub uplink: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerConfig {
+    /// A name for logs and `braid status`.
+    pub name: Option<String>,
+    /// The client's static public key (base64).
+    pub public_key: Key<PublicKey>,
+    pub preshared_key: Option<Key<PresharedKey>>,
+    /// The inner source addresses this client may send from (and the
+    /// destinations the server sends to it). A packet from any other
+    /// source is dropped and counted.
+    pub allowed: Vec<IpNet>,
+}
+
+impl ServerConfig {
+    pub fn control_socket(&self) -> PathBuf {
+        self.control_socket
+            .clone()
+            .unwrap_or_else(|| DEFAULT_CONTROL_SOCKET.into())
+    }
+}
+
+impl Validate for ServerConfig {
+    fn validate(&self) -> Result<(), Invalid> {
+        if self.listen.get_ref().is_empty() {
+            return Err(Invalid::new(
+                self.listen.span(),
+                "listen",
+                "at least one listen address is needed",
+            ));
+        }
+        if self.tunnel.ipv4.is_none() && self.tunnel.ipv6.is_none() {
+            return Err(Invalid::new(
+                0..0,
+                "tunnel",
+                "[tunnel] needs an ipv4 or an ipv6 address",
+            ));
+        }
+        if let Some(mtu) = &self.tunnel.mtu {
+            if *mtu.get_ref() < MIN_TUNNEL_MTU {
+                return Err(Invalid::new(
+                    mtu.span(),
+                    "mtu",
+                    format!(
+                        "{} is below {MIN_TUNNEL_MTU}, the least IPv6 allows",
+                        mtu.get_ref()
+                    ),
+                ));
+            }
+        }
+        let mut seen: Vec<&IpNet> = Vec::new();
+        let mut keys: Vec<&PublicKey> = Vec::new();
+        for peer in &self.peers {
+            let p = peer.get_ref();
+            if keys.contains(&&p.public_key.0) {
+                return Err(Invalid::new(
+                    peer.span(),
+                    "public_key",
+                    "two peers have the same public key",
+                ));
+            }
+            keys.push(&p.public_key.0);
+            if p.allowed.is_empty() {
+                return Err(Invalid::new(
+                    peer.span(),
+                    "allowed",
+                    "a peer needs at least one allowed tunnel address",
+                ));
+            }
+            for net in &p.allowed {
+                if let Some(other) = seen
+                    .iter()
+                    .find(|o| o.contains(&net.network()) || net.contains(&o.network()))
+                {
+                    return Err(Invalid::new(
+                        peer.span(),
+                        "allowed",
+                        format!("{net} overlaps {other} of another peer: each client's addresses are its own"),
+                    ));
+                }
+            }
+            seen.extend(&p.allowed);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,242 @@
+use std::path::{Path, PathBuf};
+
+use super::client::ClientConfig;
+use super::server::ServerConfig;
+use super::values::{DataCap, Period, Rate};
+use super::*;
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+fn client_err(text: &str) -> String {
+    parse::<ClientConfig>(Path::new("c.toml"), text)
+        .expect_err("config must be refused")
+        .to_string()
+}
+
+fn server_err(text: &str) -> String {
+    parse::<ServerConfig>(Path::new("s.toml"), text)
+        .expect_err("config must be refused")
+        .to_string()
+}
+
+const CLIENT: &str = r#"private_key = "AlysX+WJqMQ8zAiklyPA2EhTBP+wt+Y7nxUuA1mb7Gs="
+[server]
+public_key = "Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew="
+endpoint = "192.0.2.1:51820"
+[tunnel]
+ipv4 = "10.77.0.2/24"
+[[path]]
+interface = "eth0"
+"#;
+
+#[test]
+fn the_examples_parse() {
+    let client: ClientConfig = load(&example("client.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(client.paths.len(), 2);
+    let lte = client.paths[1].get_ref();
+    assert_eq!(lte.display_name(), "lte");
+    assert_eq!(lte.role, Role::Overflow);
+    assert_eq!(lte.cost_weight.as_ref().map(|w| *w.get_ref()), Some(0.5));
+    assert_eq!(client.server.endpoint, "203.0.113.1:51820".parse().unwrap());
+
+    let server: ServerConfig = load(&example("server.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(server.listen.get_ref().len(), 2);
+    assert_eq!(server.peers.len(), 2);
+}
+
+#[test]
+fn routing_rate_limits_caps_and_nat_are_read() {
+    let text = CLIENT.replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\nrate_limit = \"20mbit\"\ndata_cap = \"1.5GiB/day\"",
+    ) + "[routing]\nroute_all = true\n";
+    let c: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
+    let p = c.paths[0].get_ref();
+    assert_eq!(p.rate_limit, Some(Rate { bps: 20_000_000 }));
+    assert_eq!(
+        p.data_cap,
+        Some(DataCap {
+            bytes: 1_610_612_736,
+            period: Period::Day
+        })
+    );
+    assert!(c.routing.route_all());
+
+    let text = format!("{SERVER}[nat]\nuplink = \"eth0\"\n");
+    let s: ServerConfig = parse(Path::new("s.toml"), &text).unwrap();
+    assert_eq!(s.nat.map(|n| n.uplink), Some("eth0".to_owned()));
+}
+
+#[test]
+fn a_minimal_client_gets_defaults() {
+    let c: ClientConfig = parse(Path::new("c.toml"), CLIENT).unwrap();
+    assert_eq!(c.tunnel.name, "braid0");
+    assert_eq!(c.paths[0].get_ref().role, Role::Primary);
+    assert_eq!(c.routing.table, client::DEFAULT_TABLE);
+    assert!(!c.routing.route_all());
+    assert_eq!(
+        c.control_socket(),
+        Path::new(client::DEFAULT_CONTROL_SOCKET)
+    );
+}
+
+#[test]
+fn an_unknown_field_is_named_with_its_line() {
+    let text = CLIENT.replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\nrol = \"backup\"",
+    );
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:9: "), "{err}");
+    assert!(err.contains("unknown field `rol`"), "{err}");
+}
+
+#[test]
+fn a_bad_value_names_its_field_and_line() {
+    let text = CLIENT.replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\nrole = \"primry\"",
+    );
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:9: field `role`: "), "{err}");
+    assert!(err.contains("primry"), "{err}");
+
+    let text = CLIENT.replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\nrate_limit = \"20mbps\"",
+    );
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:9: field `rate_limit`: "), "{err}");
+
+    let text = CLIENT.replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\ndata_cap = \"5GB/week\"",
+    );
+    let err = client_err(&text);
+    assert!(
+        err.starts_with("c.toml:9: field `data_cap`: invalid data cap"),
+        "{err}"
+    );
+
+    let text = CLIENT.replace("192.0.2.1:51820", "192.0.2.1");
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:4: field `endpoint`: "), "{err}");
+
+    let text = CLIENT.replace("10.77.0.2/24", "10.77.0.0/24");
+    let err = client_err(&text);
+    assert!(
+        err.starts_with("c.toml:6: field `ipv4`: 10.77.0.0/24 is a network, not a host address"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_field_is_named() {
+    let text = CLIENT.replace("endpoint = \"192.0.2.1:51820\"\n", "");
+    let err = client_err(&text);
+    assert!(err.contains("missing field `endpoint`"), "{err}");
+    assert!(err.starts_with("c.toml:"), "{err}");
+}
+
+#[test]
+fn rules_across_fields_name_their_line() {
+    let text = CLIENT.replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\nsource = \"192.0.2.7\"",
+    );
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:7: field `source`: "), "{err}");
+
+    let text = CLIENT.replace("interface = \"eth0\"", "source = \"2001:db8::7\"");
+    let err = client_err(&text);
+    assert!(err.contains("different IP families"), "{err}");
+
+    let text = format!("{CLIENT}[[path]]\ninterface = \"eth0\"\n");
+    let err = client_err(&text);
+    assert!(
+        err.starts_with("c.toml:9: field `name`: two paths are called \"eth0\""),
+        "{err}"
+    );
+
+    let text = CLIENT.replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\ncost_weight = 1.5",
+    );
+    let err = client_err(&text);
+    assert_eq!(err, "c.toml:9: field `cost_weight`: 1.5 is outside [0, 1]");
+
+    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nmtu = 1000\n");
+    let err = client_err(&text);
+    assert!(
+        err.starts_with("c.toml:6: field `mtu`: 1000 is below 1280"),
+        "{err}"
+    );
+
+    let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"", "ipv4 = \"fd77::2/64\"");
+    assert!(client_err(&text).starts_with("c.toml:6: field `ipv4`: not an ipv4 address"));
+}
+
+const SERVER: &str = r#"private_key = "OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI="
+listen = ["0.0.0.0:51820"]
+[tunnel]
+ipv4 = "10.77.0.1/24"
+[[peer]]
+public_key = "cD+3h/LfNRMz1ev65aN3biwobLWdo+N1ERuiq1ckGSk="
+allowed = ["10.77.0.2/32"]
+"#;
+
+#[test]
+fn peers_may_not_share_addresses_or_keys() {
+    let ok: ServerConfig = parse(Path::new("s.toml"), SERVER).unwrap();
+    assert_eq!(ok.peers.len(), 1);
+
+    let text = format!(
+        "{SERVER}[[peer]]\npublic_key = \"Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=\"\nallowed = [\"10.77.0.0/24\"]\n"
+    );
+    let err = server_err(&text);
+    assert!(
+        err.starts_with("s.toml:8: field `allowed`: 10.77.0.0/24 overlaps 10.77.0.2/32"),
+        "{err}"
+    );
+
+    let text = format!(
+        "{SERVER}[[peer]]\npublic_key = \"cD+3h/LfNRMz1ev65aN3biwobLWdo+N1ERuiq1ckGSk=\"\nallowed = [\"10.77.0.3/32\"]\n"
+    );
+    assert!(server_err(&text).contains("two peers have the same public key"));
+
+    let text = SERVER.replace("listen = [\"0.0.0.0:51820\"]", "listen = []");
+    assert_eq!(
+        server_err(&text),
+        "s.toml:2: field `listen`: at least one listen address is needed"
+    );
+
+    let text = SERVER.replace(
+        "allowed = [\"10.77.0.2/32\"]",
+        "allowed = [\"10.77.0.2/33\"]",
+    );
+    assert!(server_err(&text).starts_with("s.toml:7: field `allowed`: "));
+}
+
+#[test]
+fn an_unreadable_file_is_named() {
+    let err = load::<ServerConfig>(Path::new("/nonexistent/s.toml")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/nonexistent/s.toml: cannot read: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bad_key_names_its_field() {
+    let text = CLIENT.replace("Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=", "Y6DiCd5d");
+    let err = client_err(&text);
+    assert_eq!(
+        err,
+        "c.toml:3: field `public_key`: key has 6 bytes, expected 32 (make one with `braid genkey`)"
+    );
+}

@@ -1,0 +1,179 @@
+//! Value types of the config, each parsed from its text form so that toml
+//! reports a bad value at its own line.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use braid_core::crypto::{KeyError, PresharedKey, PrivateKey, PublicKey};
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+
+/// What a path is for (multipath-bonding-layer3's fixed-line-first policy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Carries traffic whenever it is up.
+    #[default]
+    Primary,
+    /// Carries only what the primary paths cannot.
+    Overflow,
+    /// Carries data only when no primary or overflow path is up.
+    Backup,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::Primary => "primary",
+            Role::Overflow => "overflow",
+            Role::Backup => "backup",
+        })
+    }
+}
+
+/// A rate in bits per second, written as `tc` writes it (`20mbit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Rate {
+    pub bps: u64,
+}
+
+impl TryFrom<String> for Rate {
+    type Error = String;
+    fn try_from(text: String) -> Result<Rate, String> {
+        braid_sim::spec::parse_rate(&text)
+            .map(|bps| Rate { bps })
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// How long a data cap runs before it starts again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Period {
+    Day,
+    Month,
+}
+
+/// A data cap: after `bytes` in one `period`, the path is demoted to backup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct DataCap {
+    pub bytes: u64,
+    pub period: Period,
+}
+
+impl TryFrom<String> for DataCap {
+    type Error = String;
+    fn try_from(text: String) -> Result<DataCap, String> {
+        let err = || {
+            format!(
+                "invalid data cap {text:?}: expected AMOUNT/day or AMOUNT/month, \
+                 AMOUNT in B, kB, MB, GB, TB or KiB, MiB, GiB, TiB (e.g. 10GB/month)"
+            )
+        };
+        let (amount, period) = text.split_once('/').ok_or_else(err)?;
+        let period = match period.trim() {
+            "day" => Period::Day,
+            "month" => Period::Month,
+            _ => return Err(err()),
+        };
+        let amount = amount.trim();
+        let split = amount
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .ok_or_else(err)?;
+        let (number, unit) = amount.split_at(split);
+        let number: f64 = number.parse().map_err(|_| err())?;
+        let scale: f64 = match unit {
+            "B" => 1.0,
+            "kB" => 1e3,
+            "MB" => 1e6,
+            "GB" => 1e9,
+            "TB" => 1e12,
+            "KiB" => 1024.0,
+            "MiB" => 1024.0 * 1024.0,
+            "GiB" => 1024.0 * 1024.0 * 1024.0,
+            "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+            _ => return Err(err()),
+        };
+        let bytes = number * scale;
+        if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+            return Err(err());
+        }
+        Ok(DataCap {
+            bytes: bytes as u64,
+            period,
+        })
+    }
+}
+
+/// A tunnel address with its prefix length (`10.77.0.2/24`): the address
+/// the TUN device gets, and the prefix routed into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct TunnelAddr(pub IpNet);
+
+impl TryFrom<String> for TunnelAddr {
+    type Error = String;
+    fn try_from(text: String) -> Result<TunnelAddr, String> {
+        let net: IpNet = text.parse().map_err(|_| {
+            format!(
+                "invalid tunnel address {text:?}: expected ADDRESS/PREFIX_LEN, e.g. 10.77.0.2/24"
+            )
+        })?;
+        if net.addr() == net.network() && net.prefix_len() < net.max_prefix_len() {
+            return Err(format!(
+                "{text} is a network, not a host address in it (e.g. {}/{})",
+                first_host(net),
+                net.prefix_len()
+            ));
+        }
+        Ok(TunnelAddr(net))
+    }
+}
+
+fn first_host(net: IpNet) -> IpAddr {
+    net.hosts().next().unwrap_or(net.addr())
+}
+
+impl TunnelAddr {
+    pub fn addr(&self) -> IpAddr {
+        self.0.addr()
+    }
+}
+
+/// A key in its base64 text form, checked when the config is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key<K>(pub K);
+
+/// The key types a config holds, read from base64.
+pub trait KeyText: Sized {
+    fn from_text(text: &str) -> Result<Self, KeyError>;
+}
+
+impl KeyText for PrivateKey {
+    fn from_text(text: &str) -> Result<Self, KeyError> {
+        PrivateKey::from_base64(text)
+    }
+}
+
+impl KeyText for PublicKey {
+    fn from_text(text: &str) -> Result<Self, KeyError> {
+        PublicKey::from_base64(text)
+    }
+}
+
+impl KeyText for PresharedKey {
+    fn from_text(text: &str) -> Result<Self, KeyError> {
+        PresharedKey::from_base64(text)
+    }
+}
+
+impl<'de, K: KeyText> Deserialize<'de> for Key<K> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        K::from_text(&text)
+            .map(Key)
+            .map_err(|e| serde::de::Error::custom(format!("{e} (make one with `braid genkey`)")))
+    }
+}

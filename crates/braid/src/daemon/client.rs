@@ -1,0 +1,251 @@
+//! `braid client --config client.toml`: one session to the server over one
+//! UDP socket per path, and the TUN device.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use braid_core::crypto::StaticKeypair;
+use braid_core::session::{self, Event, PathDownReason, PathRole, Session, MAX_DATAGRAM_LEN};
+use braid_core::time::Instant;
+use braid_io::{Binding, PathSocket, Tun};
+use serde_json::json;
+use tracing::{debug, info};
+
+use super::control::ControlSocket;
+use super::event_loop::{self, Core};
+use super::{default_tunnel_mtu, os_seed, session_config, status_json, tun_config};
+use crate::config::client::ClientConfig;
+use crate::config::{self, Role};
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+pub struct ClientArgs {
+    /// The client's config file (see examples/client.toml)
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+}
+
+/// What the daemon counts besides the session.
+#[derive(Debug, Default)]
+struct Counters {
+    tun_rx_packets: u64,
+    tun_tx_packets: u64,
+    tun_tx_dropped: u64,
+    tun_rx_refused: u64,
+    udp_send_errors: u64,
+}
+
+struct Client {
+    session: Session,
+    counters: Counters,
+    path_names: Vec<String>,
+    tx_buf: Box<[u8]>,
+}
+
+pub fn run(args: &ClientArgs) -> Result<(), Failure> {
+    let config: ClientConfig =
+        config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
+    refuse_unsupported(&args.config, &config)?;
+    super::init_logging();
+    let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
+    tokio::task::LocalSet::new().block_on(&runtime, serve(config))
+}
+
+/// Options the config accepts but this daemon does not carry out yet: a
+/// clear error now rather than a setting silently ignored.
+fn refuse_unsupported(file: &std::path::Path, config: &ClientConfig) -> Result<(), Failure> {
+    let refuse = |what: &str| {
+        Err(Failure::Usage(format!(
+            "{}: {what} is not supported by this version of the daemon yet",
+            file.display()
+        )))
+    };
+    if config.routing.route_all() || !config.routing.prefixes.is_empty() {
+        return refuse("[routing] (route_all, prefixes)");
+    }
+    for path in &config.paths {
+        let p = path.get_ref();
+        if p.rate_limit.is_some() {
+            return refuse(&format!("path {:?}: rate_limit", p.display_name()));
+        }
+        if p.data_cap.is_some() {
+            return refuse(&format!("path {:?}: data_cap", p.display_name()));
+        }
+    }
+    Ok(())
+}
+
+fn core_role(role: Role) -> PathRole {
+    match role {
+        Role::Primary => PathRole::Primary,
+        Role::Overflow => PathRole::Overflow,
+        Role::Backup => PathRole::Backup,
+    }
+}
+
+async fn serve(config: ClientConfig) -> Result<(), Failure> {
+    let endpoint = config.server.endpoint;
+    let mut sockets = Vec::new();
+    let mut paths = Vec::new();
+    for path in &config.paths {
+        let p = path.get_ref();
+        let binding = match (&p.interface, p.source) {
+            (Some(name), _) => Binding::Interface(name.clone()),
+            (None, Some(ip)) => Binding::Source(ip),
+            (None, None) => unreachable!("config validation requires one"),
+        };
+        let socket = PathSocket::client(&binding, endpoint)
+            .map_err(|e| Failure::Usage(format!("path {:?}: {e}", p.display_name())))?;
+        sockets.push(socket);
+        paths.push(session::PathConfig {
+            name: p.display_name(),
+            role: core_role(p.role),
+            cost: p.cost_weight.as_ref().map_or(0.0, |w| *w.get_ref()),
+            remote: endpoint,
+        });
+    }
+    let mtu = config
+        .tunnel
+        .mtu
+        .as_ref()
+        .map_or_else(default_tunnel_mtu, |m| *m.get_ref());
+    let tun = Tun::create(&tun_config(
+        &config.tunnel.name,
+        mtu,
+        config.tunnel.ipv4.as_ref().map(|a| a.get_ref()),
+        config.tunnel.ipv6.as_ref().map(|a| a.get_ref()),
+    ))
+    .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
+    let session = Session::client(
+        session::ClientConfig {
+            local: StaticKeypair::from_private(config.private_key.0.clone()),
+            server: config.server.public_key.0,
+            psk: config.server.preshared_key.as_ref().map(|k| k.0.clone()),
+            paths,
+            session: session_config(mtu),
+        },
+        os_seed(),
+    )
+    .map_err(|e| Failure::Usage(format!("session: {e}")))?;
+    let control = ControlSocket::bind(&config.control_socket())
+        .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
+    info!(
+        tun = tun.name(),
+        mtu,
+        server = %endpoint,
+        paths = ?path_names,
+        "client started"
+    );
+
+    let client = Client {
+        session,
+        counters: Counters::default(),
+        path_names,
+        tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+    };
+    event_loop::run(client, sockets, tun, control).await
+}
+
+impl Core for Client {
+    fn handle_datagram(&mut self, now: Instant, socket: usize, from: SocketAddr, bytes: &mut [u8]) {
+        // One socket per path, in path order. Drops are counted by the
+        // session; nothing to do here.
+        if let Ok(path) = u8::try_from(socket) {
+            let _ = self.session.handle_datagram(now, Some(path), from, bytes);
+        }
+    }
+
+    /// An inner packet from the TUN device, offered to the session.
+    fn offer(&mut self, now: Instant, packet: &[u8]) {
+        self.counters.tun_rx_packets += 1;
+        if self.session.send(now, packet.to_vec()).is_err() {
+            // Not connected yet, too large or queue full: the session
+            // counts what it refused; the daemon counts the total.
+            self.counters.tun_rx_refused += 1;
+        }
+    }
+
+    /// Everything the session has to say: datagrams to the paths, inner
+    /// packets to the TUN device, events to the log.
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
+        while let Some(t) = self.session.poll_transmit(now, &mut self.tx_buf) {
+            let sent = sockets
+                .get(usize::from(t.path))
+                .map(|s| s.try_send(t.remote, &self.tx_buf[..t.len], None));
+            if !matches!(sent, Some(Ok(()))) {
+                self.counters.udp_send_errors += 1;
+                debug!(remote = %t.remote, len = t.len, "UDP send failed: {sent:?}");
+            }
+        }
+        while let Some(d) = self.session.poll_deliver() {
+            match tun.try_send(&d.payload) {
+                Ok(()) => self.counters.tun_tx_packets += 1,
+                Err(_) => self.counters.tun_tx_dropped += 1,
+            }
+        }
+        while let Some(event) = self.session.poll_event() {
+            self.log(event);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.session.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+    }
+
+    fn status(&self, now: Instant) -> String {
+        let c = &self.counters;
+        let doc = json!({
+            "role": "client",
+            "session": status_json::session(&self.session.stats(now)),
+            "daemon": {
+                "tun_rx_packets": c.tun_rx_packets,
+                "tun_rx_refused": c.tun_rx_refused,
+                "tun_tx_packets": c.tun_tx_packets,
+                "tun_tx_dropped": c.tun_tx_dropped,
+                "udp_send_errors": c.udp_send_errors,
+            },
+        });
+        format!("{doc}\n")
+    }
+}
+
+impl Client {
+    fn name(&self, path: u8) -> &str {
+        self.path_names
+            .get(usize::from(path))
+            .map_or("?", String::as_str)
+    }
+
+    fn log(&self, event: Event) {
+        match event {
+            Event::Connected { peer_restarted } => {
+                info!(peer_restarted, "connected to the server")
+            }
+            Event::Rekeyed => debug!("keys rotated"),
+            Event::PathUp { path, remote } => {
+                info!(path = self.name(path), %remote, "path up: the server answers on it")
+            }
+            Event::PathDown { path, reason } => match reason {
+                PathDownReason::Silent(d) => info!(
+                    path = self.name(path),
+                    "path down: nothing heard on it for {} ms",
+                    d.as_millis()
+                ),
+                PathDownReason::SessionReset => {
+                    info!(
+                        path = self.name(path),
+                        "path down: session keys lost, reconnecting"
+                    )
+                }
+            },
+            Event::PathRebound { path, from, to } => {
+                info!(path = self.name(path), %from, %to, "path rebound: the server's address changed")
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The control socket: a unix stream socket; each connection gets one
+//! JSON status document and is closed. `braid status` is its client.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+
+/// Longest status document `braid status` accepts.
+const MAX_STATUS_BYTES: u64 = 4 << 20;
+
+/// The listening socket, removed from the file system on drop.
+pub struct ControlSocket {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl ControlSocket {
+    /// Listens on `path`, replacing a stale socket left by a daemon that
+    /// died, but never a live one.
+    pub fn bind(path: &Path) -> io::Result<ControlSocket> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("a daemon already answers on {}", path.display()),
+            ));
+        }
+        let _ = std::fs::remove_file(path);
+        let listener = UnixListener::bind(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        Ok(ControlSocket {
+            listener,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Answers every connection with `status()` until the task is dropped.
+    pub async fn serve(&self, status: Rc<dyn Fn() -> String>) {
+        loop {
+            let Ok((mut stream, _)) = self.listener.accept().await else {
+                continue;
+            };
+            let text = status();
+            // A slow reader must not stall the data plane: the write is
+            // bounded in time, and done on its own task.
+            tokio::task::spawn_local(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    stream.write_all(text.as_bytes()).await?;
+                    stream.shutdown().await
+                })
+                .await;
+            });
+        }
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Reads one status document from the daemon at `path`.
+pub async fn query(path: &Path) -> io::Result<String> {
+    let mut stream = UnixStream::connect(path).await?;
+    let mut text = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(2),
+        (&mut stream)
+            .take(MAX_STATUS_BYTES)
+            .read_to_string(&mut text),
+    )
+    .await
+    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no answer within 2 s"))??;
+    Ok(text)
+}

@@ -1,0 +1,103 @@
+//! `braid client` and `braid server`: thin tokio loops around the sans-IO
+//! session (client) or endpoint (server).
+//!
+//! One thread, one `LocalSet`: a task per socket and one for the TUN device
+//! read into buffers allocated once and feed the core; after each batch the
+//! core's output is flushed (datagrams to the sockets, inner packets to the
+//! TUN device, events to the log); a timer task sleeps until the core's
+//! next timeout. The core never sees a clock: `Clock` turns tokio's
+//! monotonic time into the core's `Instant`.
+
+pub mod client;
+mod clock;
+mod control;
+mod event_loop;
+mod inner_addr;
+pub mod server;
+mod status_json;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use braid_core::session::{tunnel_mtu, SessionConfig};
+use braid_io::TunConfig;
+use ipnet::IpNet;
+
+use crate::config::TunnelAddr;
+
+pub use control::query;
+
+/// The TUN MTU when the config names none: fits 1500-byte paths over IPv6
+/// (the worst case of the two families), so both ends agree by default.
+pub fn default_tunnel_mtu() -> u16 {
+    tunnel_mtu(1500, true) as u16
+}
+
+/// Session settings both daemons share: the tunnel MTU, and the wall clock
+/// at the core's time zero (handshake timestamps must grow across restarts).
+fn session_config(mtu: u16) -> SessionConfig {
+    SessionConfig {
+        tunnel_mtu: usize::from(mtu),
+        wall_clock_at_epoch: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO),
+        ..SessionConfig::default()
+    }
+}
+
+/// 32 bytes from the operating system for the core's RNG seed.
+fn os_seed() -> [u8; 32] {
+    use rand::RngCore;
+    let mut seed = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut seed);
+    seed
+}
+
+/// Logs to stderr; `RUST_LOG` overrides the default level (info).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// A one-thread runtime: the daemons are one event loop.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+/// The TUN device's settings from a config's `[tunnel]`.
+fn tun_config(
+    name: &str,
+    mtu: u16,
+    ipv4: Option<&TunnelAddr>,
+    ipv6: Option<&TunnelAddr>,
+) -> TunConfig {
+    TunConfig {
+        name: name.to_owned(),
+        mtu,
+        ipv4: ipv4.and_then(|a| match a.0 {
+            IpNet::V4(n) => Some((n.addr(), n.prefix_len())),
+            IpNet::V6(_) => None,
+        }),
+        ipv6: ipv6.and_then(|a| match a.0 {
+            IpNet::V6(n) => Some((n.addr(), n.prefix_len())),
+            IpNet::V4(_) => None,
+        }),
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}

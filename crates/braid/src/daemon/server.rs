@@ -1,0 +1,299 @@
+//! `braid server --config server.toml`: one endpoint for many clients, one
+//! UDP socket per listen address, and the TUN device. A client may send
+//! only from its own tunnel addresses; packets to the TUN device go to the
+//! client whose addresses hold their destination.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+
+use braid_core::crypto::StaticKeypair;
+use braid_core::session::{
+    self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId, MAX_DATAGRAM_LEN,
+};
+use braid_core::time::Instant;
+use braid_io::{PathSocket, Tun};
+use ipnet::IpNet;
+use serde_json::json;
+use tracing::{debug, info};
+
+use super::control::ControlSocket;
+use super::event_loop::{self, Core};
+use super::inner_addr::addresses;
+use super::{default_tunnel_mtu, os_seed, session_config, status_json, tun_config};
+use crate::config::server::ServerConfig;
+use crate::config::{self};
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+pub struct ServerArgs {
+    /// The server's config file (see examples/server.toml)
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+}
+
+/// Handshakes the server processes per second, over all clients.
+const HANDSHAKES_PER_SECOND: u32 = 100;
+
+#[derive(Debug, Default)]
+struct Counters {
+    tun_rx_packets: u64,
+    tun_rx_no_peer: u64,
+    tun_rx_refused: u64,
+    tun_tx_packets: u64,
+    tun_tx_dropped: u64,
+    /// Inner packets from a client with a source outside its allowed
+    /// addresses (or unreadable): dropped.
+    inner_source_refused: u64,
+    udp_send_errors: u64,
+}
+
+struct Peer {
+    name: String,
+    public_key: String,
+    allowed: Vec<IpNet>,
+}
+
+struct Server {
+    endpoint: Endpoint,
+    peers: Vec<Peer>,
+    counters: Counters,
+    tx_buf: Box<[u8]>,
+}
+
+pub fn run(args: &ServerArgs) -> Result<(), Failure> {
+    let config: ServerConfig =
+        config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
+    let refuse = |what: &str| {
+        Err(Failure::Usage(format!(
+            "{}: {what} is not supported by this version of the daemon yet",
+            args.config.display()
+        )))
+    };
+    if config.nat.is_some() {
+        return refuse("[nat]");
+    }
+    if config.metrics.is_some() {
+        return refuse("metrics");
+    }
+    super::init_logging();
+    let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
+    tokio::task::LocalSet::new().block_on(&runtime, serve(config))
+}
+
+async fn serve(config: ServerConfig) -> Result<(), Failure> {
+    let mut sockets = Vec::new();
+    for &addr in config.listen.get_ref() {
+        sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
+    }
+    let mtu = config
+        .tunnel
+        .mtu
+        .as_ref()
+        .map_or_else(default_tunnel_mtu, |m| *m.get_ref());
+    let tun = Tun::create(&tun_config(
+        &config.tunnel.name,
+        mtu,
+        config.tunnel.ipv4.as_ref().map(|a| a.get_ref()),
+        config.tunnel.ipv6.as_ref().map(|a| a.get_ref()),
+    ))
+    .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let peers: Vec<Peer> = config
+        .peers
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let p = p.get_ref();
+            Peer {
+                name: p.name.clone().unwrap_or_else(|| format!("peer{i}")),
+                public_key: p.public_key.0.to_base64(),
+                allowed: p.allowed.clone(),
+            }
+        })
+        .collect();
+    let endpoint = Endpoint::new(
+        EndpointConfig {
+            local: StaticKeypair::from_private(config.private_key.0.clone()),
+            peers: config
+                .peers
+                .iter()
+                .map(|p| session::PeerConfig {
+                    public_key: p.get_ref().public_key.0,
+                    psk: p.get_ref().preshared_key.as_ref().map(|k| k.0.clone()),
+                })
+                .collect(),
+            session: session_config(mtu),
+            handshakes_per_second: HANDSHAKES_PER_SECOND,
+        },
+        os_seed(),
+    )
+    .map_err(|e| Failure::Usage(format!("endpoint: {e}")))?;
+    let control = ControlSocket::bind(&config.control_socket())
+        .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
+    info!(
+        tun = tun.name(),
+        mtu,
+        listen = ?config.listen.get_ref(),
+        peers = peers.len(),
+        "server started"
+    );
+
+    let server = Server {
+        endpoint,
+        peers,
+        counters: Counters::default(),
+        tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+    };
+    event_loop::run(server, sockets, tun, control).await
+}
+
+impl Server {
+    /// The client whose allowed addresses hold `dst`.
+    fn peer_for(&self, dst: IpAddr) -> Option<PeerId> {
+        self.peers
+            .iter()
+            .position(|p| p.allowed.iter().any(|net| net.contains(&dst)))
+            .map(PeerId)
+    }
+
+    fn log(&self, peer: PeerId, event: Event) {
+        let name = self.peers.get(peer.0).map_or("?", |p| p.name.as_str());
+        match event {
+            Event::Connected { peer_restarted } => {
+                info!(peer = name, peer_restarted, "client connected")
+            }
+            Event::Rekeyed => debug!(peer = name, "keys rotated"),
+            Event::PathUp { path, remote } => info!(peer = name, path, %remote, "path up"),
+            Event::PathDown { path, reason } => match reason {
+                PathDownReason::Silent(d) => info!(
+                    peer = name,
+                    path,
+                    "path down: nothing heard on it for {} ms",
+                    d.as_millis()
+                ),
+                PathDownReason::SessionReset => {
+                    info!(peer = name, path, "path down: session reset")
+                }
+            },
+            Event::PathRebound { path, from, to } => {
+                info!(peer = name, path, %from, %to, "path rebound (NAT)")
+            }
+        }
+    }
+}
+
+impl Core for Server {
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        _socket: usize,
+        from: SocketAddr,
+        bytes: &mut [u8],
+    ) {
+        // What does not authenticate is counted by the endpoint and
+        // answered with nothing.
+        let _ = self.endpoint.handle_datagram(now, from, bytes);
+    }
+
+    /// An inner packet from the TUN device, offered to its client's session.
+    fn offer(&mut self, now: Instant, packet: &[u8]) {
+        self.counters.tun_rx_packets += 1;
+        let Some(peer) = addresses(packet).and_then(|(_, dst)| self.peer_for(dst)) else {
+            self.counters.tun_rx_no_peer += 1;
+            return;
+        };
+        if self.endpoint.send(now, peer, packet.to_vec()).is_err() {
+            self.counters.tun_rx_refused += 1;
+        }
+    }
+
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
+        while let Some((_, t)) = self.endpoint.poll_transmit(now, &mut self.tx_buf) {
+            let sent = socket_for(sockets, t.remote)
+                .map(|s| s.try_send(t.remote, &self.tx_buf[..t.len], None));
+            if !matches!(sent, Some(Ok(()))) {
+                self.counters.udp_send_errors += 1;
+                debug!(remote = %t.remote, len = t.len, "UDP send failed: {sent:?}");
+            }
+        }
+        while let Some((peer, d)) = self.endpoint.poll_deliver() {
+            // A client may send only from its own tunnel addresses.
+            let allowed = addresses(&d.payload).is_some_and(|(src, _)| {
+                self.peers[peer.0]
+                    .allowed
+                    .iter()
+                    .any(|net| net.contains(&src))
+            });
+            if !allowed {
+                self.counters.inner_source_refused += 1;
+                continue;
+            }
+            match tun.try_send(&d.payload) {
+                Ok(()) => self.counters.tun_tx_packets += 1,
+                Err(_) => self.counters.tun_tx_dropped += 1,
+            }
+        }
+        while let Some((peer, event)) = self.endpoint.poll_event() {
+            self.log(peer, event);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.endpoint.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.endpoint.handle_timeout(now);
+    }
+
+    fn status(&self, now: Instant) -> String {
+        let stats = self.endpoint.stats();
+        let drops: serde_json::Map<String, serde_json::Value> = stats
+            .drops
+            .iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(reason, n)| (reason.name().to_owned(), n.into()))
+            .collect();
+        let peers: Vec<serde_json::Value> = self
+            .peers
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                json!({
+                    "name": p.name,
+                    "public_key": p.public_key,
+                    "allowed": p.allowed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    "session": self
+                        .endpoint
+                        .session(PeerId(i))
+                        .map(|s| status_json::session(&s.stats(now))),
+                })
+            })
+            .collect();
+        let c = &self.counters;
+        let doc = json!({
+            "role": "server",
+            "sessions": stats.sessions,
+            "handshakes_accepted": stats.handshakes_accepted,
+            "drops": drops,
+            "peers": peers,
+            "daemon": {
+                "tun_rx_packets": c.tun_rx_packets,
+                "tun_rx_no_peer": c.tun_rx_no_peer,
+                "tun_rx_refused": c.tun_rx_refused,
+                "tun_tx_packets": c.tun_tx_packets,
+                "tun_tx_dropped": c.tun_tx_dropped,
+                "inner_source_refused": c.inner_source_refused,
+                "udp_send_errors": c.udp_send_errors,
+            },
+        });
+        format!("{doc}\n")
+    }
+}
+
+/// The listen socket of `remote`'s address family.
+fn socket_for(sockets: &[PathSocket], remote: SocketAddr) -> Option<&PathSocket> {
+    sockets.iter().find(|s| {
+        s.local_addr()
+            .is_ok_and(|local| local.is_ipv4() == remote.is_ipv4())
+    })
+}

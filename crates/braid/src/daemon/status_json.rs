@@ -1,0 +1,69 @@
+//! `braid status --json`: a session's figures as JSON. Durations are in
+//! milliseconds (`_ms`), rates in bits per second (`_bps`).
+
+use std::time::Duration;
+
+use braid_core::session::{PathRole, PathStats, SessionStats};
+use serde_json::{json, Value};
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn role(r: PathRole) -> &'static str {
+    match r {
+        PathRole::Primary => "primary",
+        PathRole::Overflow => "overflow",
+        PathRole::Backup => "backup",
+    }
+}
+
+fn path(p: &PathStats) -> Value {
+    json!({
+        "name": p.name,
+        "state": p.state.name(),
+        "role": role(p.role),
+        "remote": p.remote.map(|r| r.to_string()),
+        "rtt_ms": p.rtt.map(ms),
+        "min_rtt_ms": p.min_rtt.map(ms),
+        "queueing_delay_ms": ms(p.queueing_delay),
+        "loss": p.loss,
+        "cwnd_bytes": p.cwnd_bytes,
+        "in_flight_bytes": p.in_flight_bytes,
+        "send_rate_bps": p.send_rate_bps,
+        "tx_bytes": p.tx_bytes,
+        "rx_bytes": p.rx_bytes,
+        "bytes_used": p.tx_bytes.saturating_add(p.rx_bytes),
+        "tx_packets": p.tx_packets,
+        "rx_packets": p.rx_packets,
+        "probes_sent": p.probes_sent,
+        "times_down": p.times_down,
+        "silent_for_ms": p.silent_for.map(ms),
+    })
+}
+
+/// A session's figures; `drops` lists only reasons that counted something.
+pub fn session(s: &SessionStats) -> Value {
+    let drops: serde_json::Map<String, Value> = s
+        .drops
+        .iter()
+        .filter(|&(_, n)| n > 0)
+        .map(|(reason, n)| (reason.name().to_owned(), n.into()))
+        .collect();
+    json!({
+        "established": s.established,
+        "handshakes": s.handshakes,
+        "rekeys": s.rekeys,
+        "paths": s.paths.iter().map(path).collect::<Vec<_>>(),
+        "reseq": {
+            "held_packets": s.reseq_held_packets,
+            "held_bytes": s.reseq_held_bytes,
+            "delay_max_ms": ms(s.reseq_delay_max),
+            "delay_mean_ms": ms(s.reseq_delay_mean),
+            "delivered": s.delivered,
+        },
+        "send_queue_bytes": s.send_queue_bytes,
+        "send_dropped": s.send_dropped,
+        "drops": drops,
+    })
+}

@@ -1,0 +1,70 @@
+//! `braid client` and `braid server` refusing bad configs before they touch
+//! the system: exit 2, one line naming file, line and field. No root needed.
+
+use std::process::{Command, Output};
+
+fn braid(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_braid"))
+        .args(args)
+        .output()
+        .expect("run braid")
+}
+
+fn write(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("braid-daemon-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn one_line_error(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err
+}
+
+const CLIENT: &str = "private_key = \"AlysX+WJqMQ8zAiklyPA2EhTBP+wt+Y7nxUuA1mb7Gs=\"\n\
+[server]\npublic_key = \"Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=\"\nendpoint = \"192.0.2.1:51820\"\n\
+[tunnel]\nipv4 = \"10.77.0.2/24\"\n[[path]]\ninterface = \"eth0\"\n";
+
+#[test]
+fn a_malformed_config_fails_with_file_line_and_field() {
+    let path = write(
+        "bad.toml",
+        &CLIENT.replace("interface = \"eth0\"", "interfac = \"eth0\""),
+    );
+    let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
+    assert!(err.contains("bad.toml:8: "), "{err}");
+    assert!(err.contains("unknown field `interfac`"), "{err}");
+}
+
+#[test]
+fn options_not_built_yet_are_refused_not_ignored() {
+    let path = write(
+        "routing.toml",
+        &format!("{CLIENT}[routing]\nroute_all = true\n"),
+    );
+    let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
+    assert!(
+        err.contains("[routing] (route_all, prefixes) is not supported"),
+        "{err}"
+    );
+
+    let server = "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
+        listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"eth0\"\n";
+    let path = write("nat.toml", server);
+    let err = one_line_error(&braid(&["server", "--config", path.to_str().unwrap()]));
+    assert!(err.contains("[nat] is not supported"), "{err}");
+}
+
+#[test]
+fn a_missing_interface_is_named_at_start() {
+    let path = write("iface.toml", &CLIENT.replace("eth0", "nosuchif0"));
+    let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
+    assert!(
+        err.contains("path \"nosuchif0\": interface \"nosuchif0\" does not exist"),
+        "{err}"
+    );
+}
