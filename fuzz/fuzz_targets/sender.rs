@@ -19,17 +19,26 @@ fuzz_target!(|data: &[u8]| {
     let mut input = Input::new(data);
     let paths = usize::from(input.u8() % 3) + 1;
     let infos = (0..paths)
-        .map(|i| PathInfo {
-            name: format!("p{i}"),
-            cost: f64::from(input.u8()) + 1.0,
-            weight_throughput: match input.u8() {
-                0..=127 => None,
-                w => Some(f64::from(w - 128) / 127.0),
-            },
+        .map(|i| {
+            let cost = f64::from(input.u8()) + 1.0;
+            let w = input.u8();
+            PathInfo {
+                name: format!("p{i}"),
+                cost,
+                weight_throughput: (w >= 128).then(|| f64::from(w - 128) / 127.0),
+                // Odd bytes below 128 mark an overflow path (kept only for
+                // the scheduler that honours it, below).
+                overflow: w < 128 && w % 2 == 1,
+            }
         })
         .collect();
     let mut config = SenderConfig::new(infos);
     config.scheduler = NAMES[usize::from(input.u8()) % NAMES.len()].to_owned();
+    if config.scheduler != "earliest-arrival" {
+        for p in &mut config.paths {
+            p.overflow = false;
+        }
+    }
     config.cc = if input.u8() % 2 == 0 {
         CcKind::Bbr
     } else {

@@ -483,6 +483,7 @@ impl Sender {
             bandwidth_bps: p.bandwidth_bps(),
             kalman_bps: p.kalman.estimate_bps(),
             cost: p.cost,
+            overflow: self.config.paths[i].overflow,
             suspect: !usable || p.is_suspect(),
             stalled: !usable || p.is_stalled(now, bytes),
         }
@@ -745,6 +746,7 @@ mod tests {
             name: "a".into(),
             cost: 1.0,
             weight_throughput: None,
+            overflow: false,
         }]);
         config.max_queue_delay = Some(ms(10));
         let mut s = Sender::new(config).unwrap();

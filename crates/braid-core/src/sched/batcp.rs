@@ -189,6 +189,7 @@ mod tests {
             name: "a".into(),
             cost,
             weight_throughput: wt,
+            overflow: false,
         };
         let build =
             |spec: &str, p: PathInfo| Batcp::from_params(&mut Params::parse(spec).unwrap(), &[p]);

@@ -25,7 +25,9 @@ use crate::time::Instant;
 #[derive(Debug, Default)]
 pub struct EarliestArrival {
     /// `cost_first=1`: cheapest paths first; a costlier path carries only
-    /// what the cheaper ones cannot deliver before it goes stale.
+    /// what the cheaper ones cannot deliver before it goes stale. Overflow
+    /// paths (`PathView::overflow`) always come after the others, the
+    /// same way.
     cost_first: bool,
 }
 
@@ -76,26 +78,32 @@ impl Scheduler for EarliestArrival {
     }
 
     fn pick(&mut self, ctx: &SchedContext<'_>) -> Decision {
-        if !self.cost_first {
+        if !self.cost_first && !ctx.paths.iter().any(|p| p.overflow) {
             return pick_among(ctx, &|_| true);
         }
-        // Cost tiers, cheapest first: a tier's paths join the cheaper ones
-        // only when those cannot send now and cannot carry the backlog
+        // Tiers: primary paths before overflow ones and, with `cost_first`,
+        // cheapest first within each. A tier's paths join the ones before
+        // it only when those cannot send now and cannot carry the backlog
         // before it goes stale.
+        let cost_first = self.cost_first;
+        let rank = |p: &PathView| Tier {
+            overflow: p.overflow,
+            cost: if cost_first { p.cost } else { 0.0 },
+        };
         let limit = ctx.queue_delay_limit.as_secs_f64();
-        let mut tier = f64::NEG_INFINITY;
+        let mut tier: Option<Tier> = None;
         loop {
-            let Some(cost) = ctx
+            let Some(next) = ctx
                 .paths
                 .iter()
-                .map(|p| p.cost)
-                .filter(|&c| c > tier)
-                .min_by(f64::total_cmp)
+                .map(rank)
+                .filter(|r| tier.is_none_or(|t| r.cmp(&t).is_gt()))
+                .min_by(Tier::cmp)
             else {
                 return Decision::Wait;
             };
-            tier = cost;
-            let allowed = |p: &PathView| p.cost <= tier;
+            tier = Some(next);
+            let allowed = |p: &PathView| rank(p).cmp(&next).is_le();
             let decision = pick_among(ctx, &allowed);
             if decision != Decision::Wait {
                 return decision;
@@ -110,6 +118,22 @@ impl Scheduler for EarliestArrival {
                 return Decision::Wait;
             }
         }
+    }
+}
+
+/// Where a path stands in the order paths are taken in: primary before
+/// overflow, then by cost (0 for all when cost does not order them).
+#[derive(Clone, Copy)]
+struct Tier {
+    overflow: bool,
+    cost: f64,
+}
+
+impl Tier {
+    fn cmp(&self, other: &Tier) -> std::cmp::Ordering {
+        self.overflow
+            .cmp(&other.overflow)
+            .then(self.cost.total_cmp(&other.cost))
     }
 }
 
@@ -228,6 +252,7 @@ mod tests {
             bandwidth_bps: Some(8e6),
             kalman_bps: None,
             cost: 1.0,
+            overflow: false,
             suspect: false,
             stalled: false,
         };

@@ -95,6 +95,8 @@ pub struct PathView {
     /// Kalman-filtered delivery rate (paper batcp).
     pub kalman_bps: Option<f64>,
     pub cost: f64,
+    /// See [`PathInfo::overflow`].
+    pub overflow: bool,
     /// Timed out and not heard from since.
     pub suspect: bool,
     /// Window full and no acknowledgement for an RTT (a fade, an outage).
@@ -128,6 +130,10 @@ pub struct PathInfo {
     /// BATCP's per-path weight of throughput (its cost weight is one minus
     /// it); `None`: the scheduler's own.
     pub weight_throughput: Option<f64>,
+    /// An overflow path (paper multipath-bonding-layer3's fixed-line-first
+    /// policy): it carries only what the other paths cannot. Only
+    /// earliest-arrival honours it; `build` refuses it for the others.
+    pub overflow: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -143,6 +149,8 @@ pub enum SchedError {
     TooManyPaths(usize),
     #[error("no paths")]
     NoPaths,
+    #[error("scheduler {0} cannot keep a path for overflow (path {1:?}): use earliest-arrival")]
+    OverflowUnsupported(&'static str, String),
 }
 
 pub const NAMES: &[&str] = &[
@@ -171,6 +179,11 @@ pub fn build(spec: &str, paths: &[PathInfo]) -> Result<Box<dyn Scheduler>, Sched
     let Some(&name) = NAMES.iter().find(|n| **n == name) else {
         return Err(SchedError::Unknown(name.to_owned()));
     };
+    if let Some(p) = paths.iter().find(|p| p.overflow) {
+        if name != "earliest-arrival" {
+            return Err(SchedError::OverflowUnsupported(name, p.name.clone()));
+        }
+    }
     let wrap = |source| SchedError::Param {
         scheduler: name,
         source,

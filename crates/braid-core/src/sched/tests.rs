@@ -8,6 +8,7 @@ fn infos(n: usize) -> Vec<PathInfo> {
             name: format!("p{}", i + 1),
             cost: 1.0,
             weight_throughput: None,
+            overflow: false,
         })
         .collect()
 }
@@ -27,6 +28,7 @@ fn view(index: usize) -> PathView {
         bandwidth_bps: Some(10e6),
         kalman_bps: Some(10e6),
         cost: 1.0,
+        overflow: false,
         suspect: false,
         stalled: false,
     }
@@ -351,4 +353,72 @@ fn lawrr_shares_the_mobile_weight_among_mobile_paths() {
     }];
     s.on_loss_report(t, &entries, &paths);
     assert_eq!(shares(&mut *s, &paths, 540), vec![500, 20, 20]);
+}
+
+fn with_overflow(mut infos: Vec<PathInfo>, index: usize) -> Vec<PathInfo> {
+    infos[index].overflow = true;
+    infos
+}
+
+#[test]
+fn only_earliest_arrival_accepts_an_overflow_path() {
+    let paths = with_overflow(infos(2), 1);
+    for name in NAMES.iter().filter(|n| **n != "earliest-arrival") {
+        let err = build(name, &paths).unwrap_err();
+        assert!(
+            matches!(err, SchedError::OverflowUnsupported(n, ref p) if n == *name && p == "p2"),
+            "{name}: {err}"
+        );
+    }
+    assert!(build("earliest-arrival", &paths).is_ok());
+}
+
+#[test]
+fn an_overflow_path_carries_only_what_the_primary_cannot() {
+    let mut s = build("earliest-arrival", &with_overflow(infos(2), 1)).unwrap();
+    let mut paths = vec![view(0), view(1)];
+    paths[1].overflow = true;
+    // The overflow path is closer (5 ms against 10 ms one way): without the
+    // role it would win every packet.
+    paths[1].owd_us = Some(5_000.0);
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Send(PathSet::one(0)));
+    // The primary is pacing: a backlog it drains within the queue limit
+    // (0.8 × 500 ms × 1.25 MB/s = 500,000 bytes) waits for it.
+    paths[0].can_send = false;
+    paths[0].ready_at = Instant::from_nanos(1_001_000_000);
+    assert_eq!(s.pick(&ctx(&paths, 500_000)), Decision::Wait);
+    // Deeper than that: the overflow path takes its share.
+    assert_eq!(
+        s.pick(&ctx(&paths, 500_001)),
+        Decision::Send(PathSet::one(1))
+    );
+    // The primary is down: the overflow path carries everything.
+    paths[0].suspect = true;
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Send(PathSet::one(1)));
+}
+
+#[test]
+fn overflow_comes_after_every_cost_tier() {
+    let mut s = build("earliest-arrival:cost_first=1", &with_overflow(infos(3), 0)).unwrap();
+    let mut paths = vec![view(0), view(1), view(2)];
+    // The overflow path is the cheapest; path 2 is the dearest primary.
+    paths[0].overflow = true;
+    paths[0].cost = 0.5;
+    paths[2].cost = 10.0;
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Send(PathSet::one(1)));
+    paths[1].can_send = false;
+    paths[1].ready_at = Instant::from_nanos(1_001_000_000);
+    // Path 1 alone drains 500,000 bytes in time; paths 1 and 2 1,000,000.
+    assert_eq!(s.pick(&ctx(&paths, 500_000)), Decision::Wait);
+    assert_eq!(
+        s.pick(&ctx(&paths, 500_001)),
+        Decision::Send(PathSet::one(2))
+    );
+    paths[2].can_send = false;
+    paths[2].ready_at = Instant::from_nanos(1_001_000_000);
+    assert_eq!(s.pick(&ctx(&paths, 1_000_000)), Decision::Wait);
+    assert_eq!(
+        s.pick(&ctx(&paths, 1_000_001)),
+        Decision::Send(PathSet::one(0))
+    );
 }

@@ -24,8 +24,8 @@ pub const fn tunnel_mtu(path_mtu: usize, ipv6_paths: bool) -> usize {
 }
 
 /// How a path is used (paper multipath-bonding-layer3's fixed-line-first
-/// policy). The session enforces `Backup`; `Overflow` is carried to the
-/// scheduler configuration and is scheduled like `Primary` for now.
+/// policy). The session enforces `Backup`; the scheduler `Overflow`
+/// (earliest-arrival; the others refuse it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]

@@ -231,6 +231,7 @@ fn build_streams(
             name: p.name.clone(),
             cost: p.cost,
             weight_throughput: None,
+            overflow: p.role == PathRole::Overflow,
         })
         .collect();
     let mut sc = SenderConfig::new(infos);
