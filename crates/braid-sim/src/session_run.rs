@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use braid_core::crypto::{PublicKey, StaticKeypair};
 use braid_core::session::{
-    tunnel_mtu, ClientConfig, DropCounters, Endpoint, EndpointConfig, Event, PathConfig, PathRole,
+    tunnel_mtu, ClientConfig, DropCounters, Endpoint, EndpointConfig, Event, PathConfig,
     PeerConfig, Session, SessionConfig, MAX_DATAGRAM_LEN,
 };
 use braid_core::wire::IP_UDP_OVERHEAD;
@@ -42,8 +42,6 @@ pub struct SessionSpec {
     pub server_restart_at: Option<Duration>,
     /// The client uses a key pair the server does not know.
     pub unknown_client: bool,
-    /// Path roles, by path index (missing: primary).
-    pub roles: Vec<PathRole>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -175,7 +173,7 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
             .enumerate()
             .map(|(i, p)| PathConfig {
                 name: p.name_or_default(i),
-                role: spec.roles.get(i).copied().unwrap_or_default(),
+                role: p.role,
                 cost: p.cost,
                 remote: SERVER_ADDR.parse().expect("valid address"),
             })

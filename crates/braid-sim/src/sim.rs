@@ -24,7 +24,7 @@ use crate::session_run::SessionSpec;
 use crate::spec::PathSpec;
 use crate::tcp::TCP_IP_HEADERS;
 use crate::traffic::TrafficSpec;
-use braid_core::session::SESSION_OVERHEAD;
+use braid_core::session::{PathRole, SESSION_OVERHEAD};
 
 /// After the traffic stops, the run continues this long so packets in
 /// flight can arrive (they count toward loss, not toward goodput).
@@ -150,6 +150,12 @@ pub enum SimError {
     ReliableNeedsBulk,
     #[error("--cc names {given} controllers for {paths} paths")]
     CcCount { given: usize, paths: usize },
+    #[error("path {path}: role={role} {needs}")]
+    Role {
+        path: String,
+        role: &'static str,
+        needs: &'static str,
+    },
     #[error("simulation made no progress at t={0:?} (a timer that never clears)")]
     Stuck(Duration),
 }
@@ -258,6 +264,26 @@ pub(crate) fn build_links(s: &Scenario, master: &mut ChaCha8Rng) -> Vec<(Link, L
         .collect()
 }
 
+/// Backup paths need the session's path liveness (a plain sender has
+/// none), and the reliable stream schedules by its own rule.
+fn check_roles(s: &Scenario) -> Result<(), SimError> {
+    for (i, p) in s.paths.iter().enumerate() {
+        let (role, needs) = match (p.role, s.mode, s.session.is_some()) {
+            (PathRole::Primary, _, _) => continue,
+            (PathRole::Overflow, Mode::Reliable, _) => ("overflow", "is for datagram runs"),
+            (PathRole::Backup, Mode::Reliable, _) => ("backup", "is for datagram runs"),
+            (PathRole::Backup, Mode::Datagram, false) => ("backup", "needs --session"),
+            _ => continue,
+        };
+        return Err(SimError::Role {
+            path: p.name_or_default(i),
+            role,
+            needs,
+        });
+    }
+    Ok(())
+}
+
 pub fn run(s: &Scenario) -> Result<Report, SimError> {
     if s.duration.is_zero() {
         return Err(SimError::Duration);
@@ -268,6 +294,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             paths: s.paths.len(),
         });
     }
+    check_roles(s)?;
     let bulk = matches!(s.traffic, TrafficSpec::Bulk { .. });
     match s.mode {
         Mode::Reliable if !bulk => return Err(SimError::ReliableNeedsBulk),
@@ -320,6 +347,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             name: p.name_or_default(i),
             cost: p.cost,
             weight_throughput: p.weight_throughput,
+            overflow: p.role == PathRole::Overflow,
         })
         .collect();
     let mut sender_cfg = SenderConfig::new(infos);

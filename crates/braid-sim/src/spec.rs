@@ -5,6 +5,7 @@
 //! SPEC := RATE,DELAY[,key=value]...  |  trace=FILE,DELAY[,key=value]...
 //! keys: jitter=DUR  loss=PCT  ge=P_GB:P_BG[:LOSS_BAD]  queue=DUR|PKTS
 //!       blackout=START+LEN (repeatable)  cost=X  name=NAME
+//!       role=primary|overflow|backup (how the bond uses the path)
 //!       weight_throughput=W  weight_cost=W (BATCP's per-path weights, summing to 1)
 //! ```
 //!
@@ -19,6 +20,8 @@
 
 use std::path::Path;
 use std::time::Duration;
+
+use braid_core::session::PathRole;
 
 use crate::trace::{Trace, TraceError};
 
@@ -56,7 +59,9 @@ pub enum SpecError {
     Weight(String),
     #[error("bad name {0:?}: use 1-15 letters, digits, '-' or '_'")]
     Name(String),
-    #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, weight_throughput, weight_cost, name)")]
+    #[error("bad role {0:?}: expected primary, overflow or backup")]
+    Role(String),
+    #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, weight_throughput, weight_cost, name, role)")]
     UnknownKey(String),
     #[error("{0} given twice")]
     Duplicate(&'static str),
@@ -134,6 +139,8 @@ pub struct PathSpec {
     /// BATCP's weight of throughput against cost for this path (its cost
     /// weight is one minus it); `None`: the scheduler's `cost_weight`.
     pub weight_throughput: Option<f64>,
+    /// How the bond uses the path (default primary).
+    pub role: PathRole,
 }
 
 impl PathSpec {
@@ -232,6 +239,7 @@ impl PathSpec {
         let mut up = LinkSpec::new(cap_up, parse_duration(du)?);
         let mut down = LinkSpec::new(cap_down, parse_duration(dd)?);
         let mut name = None;
+        let mut role = PathRole::Primary;
         let mut cost = None;
         let mut weight_throughput = None;
         let mut weight_cost = None;
@@ -250,6 +258,7 @@ impl PathSpec {
                 "weight_throughput" => "weight_throughput",
                 "weight_cost" => "weight_cost",
                 "name" => "name",
+                "role" => "role",
                 "blackout" => "blackout",
                 other => return Err(SpecError::UnknownKey(other.to_owned())),
             };
@@ -311,6 +320,14 @@ impl PathSpec {
                     }
                     name = Some(value.to_owned());
                 }
+                "role" => {
+                    role = match value {
+                        "primary" => PathRole::Primary,
+                        "overflow" => PathRole::Overflow,
+                        "backup" => PathRole::Backup,
+                        _ => return Err(SpecError::Role(value.to_owned())),
+                    };
+                }
                 _ => blackouts.push(parse_blackout(value)?),
             }
         }
@@ -330,6 +347,7 @@ impl PathSpec {
             blackouts,
             cost: cost.unwrap_or(1.0),
             weight_throughput,
+            role,
         })
     }
 }
@@ -642,6 +660,21 @@ mod tests {
             s.up.queue_limit_bytes(8e6, Duration::from_millis(20), 1500),
             150_000_000
         );
+    }
+
+    #[test]
+    fn roles_parse_and_default_to_primary() {
+        let role = |s: &str| PathSpec::parse_with(s, no_traces).map(|p| p.role);
+        assert_eq!(role("8mbit,10ms").unwrap(), PathRole::Primary);
+        assert_eq!(role("8mbit,10ms,role=primary").unwrap(), PathRole::Primary);
+        assert_eq!(
+            role("8mbit,10ms,role=overflow").unwrap(),
+            PathRole::Overflow
+        );
+        assert_eq!(role("8mbit,10ms,role=backup").unwrap(), PathRole::Backup);
+        let e = role("8mbit,10ms,role=spare").unwrap_err().to_string();
+        assert!(e.contains("primary, overflow or backup"), "{e}");
+        assert!(role("8mbit,10ms,role=backup,role=primary").is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use braid_core::session::{Event, PathRole};
+use braid_core::session::Event;
 use braid_sim::metrics::Report;
 use braid_sim::session_run::{SessionReport, SessionSpec, Side};
 use braid_sim::sim::{run, Scenario};
@@ -279,15 +279,11 @@ fn unknown_client_gets_no_reply_and_no_state() {
 
 #[test]
 fn backup_path_only_while_the_primary_is_down() {
-    let spec = SessionSpec {
-        roles: vec![PathRole::Primary, PathRole::Backup],
-        ..SessionSpec::default()
-    };
     let r = run(&scenario(
-        &["10mbit,10ms,blackout=3s+2s", "10mbit,10ms"],
+        &["10mbit,10ms,blackout=3s+2s", "10mbit,10ms,role=backup"],
         "cbr:40%",
         7,
-        spec,
+        SessionSpec::default(),
     ))
     .unwrap();
     let backup = &r.series.path_bps[1];
@@ -302,4 +298,23 @@ fn backup_path_only_while_the_primary_is_down() {
     );
     // ...and the load during the primary's blackout.
     assert!(at(4.0) > 3_000_000.0, "{}", at(4.0));
+}
+
+#[test]
+fn overflow_path_carries_only_what_the_primary_cannot() {
+    // The overflow path is the faster one: without its role earliest
+    // arrival would put most of the traffic on it.
+    let paths = ["10mbit,10ms,name=dsl", "10mbit,5ms,role=overflow,name=lte"];
+    let r = run(&scenario(&paths, "cbr:40%", 6, SessionSpec::default())).unwrap();
+    // 8 Mbit/s fits the primary: the overflow path carries probes only.
+    let lte = r.paths[1].sender.sent_bytes as f64 * 8.0 / 6.0;
+    assert!(lte < 40_000.0, "overflow path sent {lte} bit/s");
+    // (0.3 %, as with the primary alone and no overflow path.)
+    assert!(r.loss_rate <= 0.005, "{}", r.loss_rate);
+    // 16 Mbit/s: the primary full, the overflow path takes the rest.
+    let r = run(&scenario(&paths, "cbr:80%", 6, SessionSpec::default())).unwrap();
+    assert!(r.paths[0].utilization >= 0.9, "{}", r.paths[0].utilization);
+    let lte = r.paths[1].sender.sent_bytes as f64 * 8.0 / 6.0;
+    assert!(lte > 4_000_000.0, "overflow path sent {lte} bit/s");
+    assert!(r.loss_rate <= 0.02, "{}", r.loss_rate);
 }

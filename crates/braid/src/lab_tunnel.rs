@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use braid_core::crypto::StaticKeypair;
 use braid_lab::{LabError, LabStatus, Side};
+use braid_sim::spec::PathSpec;
 use rand::rngs::OsRng;
 use serde_json::{json, Value};
 
@@ -65,10 +66,17 @@ pub fn start(status: &LabStatus) -> Result<(), LabError> {
         listen(status),
     );
     for path in &status.paths {
+        // `role=` in a path's SPEC is the braid path's role.
+        let spec = PathSpec::parse(&path.spec).map_err(|source| LabError::Spec {
+            spec: path.spec.clone(),
+            source,
+        })?;
         // The lab routes packets from a path's client address over it.
         client_toml += &format!(
-            "[[path]]\nname = \"{}\"\nsource = \"{}\"\n",
-            path.layout.name, path.layout.client_addr
+            "[[path]]\nname = \"{}\"\nsource = \"{}\"\nrole = \"{}\"\n",
+            path.layout.name,
+            path.layout.client_addr,
+            spec.role.name()
         );
     }
     for (side, text) in [("server", server_toml), ("client", client_toml)] {

@@ -100,6 +100,33 @@ fn bad_input_exits_2_with_a_message() {
             "2mbit,5ms,name=a",
         ],
         &["bench"],
+        &["bench", "--path", "8mbit,5ms,role=spare"],
+        // Roles a run cannot honour.
+        &[
+            "bench",
+            "--path",
+            "8mbit,5ms",
+            "--path",
+            "8mbit,5ms,role=backup",
+        ],
+        &[
+            "bench",
+            "--path",
+            "8mbit,5ms",
+            "--path",
+            "8mbit,5ms,role=overflow",
+            "--scheduler",
+            "rr",
+        ],
+        &[
+            "bench",
+            "--mode",
+            "reliable",
+            "--traffic",
+            "bulk:1MB",
+            "--path",
+            "8mbit,5ms,role=overflow",
+        ],
     ] {
         let out = braid(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

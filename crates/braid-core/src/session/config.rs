@@ -39,6 +39,14 @@ pub enum PathRole {
 }
 
 impl PathRole {
+    /// As configs and `braid status` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PathRole::Primary => "primary",
+            PathRole::Overflow => "overflow",
+            PathRole::Backup => "backup",
+        }
+    }
     pub(crate) fn to_wire(self) -> u8 {
         match self {
             PathRole::Primary => 0,

@@ -3,26 +3,18 @@
 
 use std::time::Duration;
 
-use braid_core::session::{PathRole, PathStats, SessionStats};
+use braid_core::session::{PathStats, SessionStats};
 use serde_json::{json, Value};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn role(r: PathRole) -> &'static str {
-    match r {
-        PathRole::Primary => "primary",
-        PathRole::Overflow => "overflow",
-        PathRole::Backup => "backup",
-    }
-}
-
 fn path(p: &PathStats) -> Value {
     json!({
         "name": p.name,
         "state": p.state.name(),
-        "role": role(p.role),
+        "role": p.role.name(),
         "remote": p.remote.map(|r| r.to_string()),
         "rtt_ms": p.rtt.map(ms),
         "min_rtt_ms": p.min_rtt.map(ms),
