@@ -226,7 +226,8 @@ mod tests {
         let (r2, n2) = Reply::parse(&bytes[n1..]).unwrap().unwrap();
         assert_eq!(r2, bad);
         assert_eq!(n1 + n2, bytes.len());
-        assert_eq!(Reply::parse(&bytes[..n1 + 3]), Ok(None));
+        assert_eq!(Reply::parse(&bytes[n1..n1 + 3]), Ok(None));
+        assert_eq!(Reply::parse(&bytes[n1..bytes.len() - 1]), Ok(None));
         let mut status = ok.encode();
         status[4] = 9;
         assert!(Reply::parse(&status).is_err());

@@ -15,6 +15,7 @@ mod header;
 mod progress;
 pub mod recv;
 pub mod send;
+mod stdout;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

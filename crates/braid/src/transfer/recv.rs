@@ -13,6 +13,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::time::Duration;
 
 use braid_core::crypto::StaticKeypair;
@@ -25,6 +26,7 @@ use sha2::{Digest, Sha256};
 
 use super::header::{FileHeader, Reply, DIGEST_LEN, UNKNOWN_SIZE};
 use super::progress::Progress;
+use super::stdout::StdoutWriter;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::daemon::event_loop::{Driver, SocketCore};
 use crate::daemon::{os_seed, runtime, shutdown_signal};
@@ -64,7 +66,7 @@ enum Sink {
         partial: PathBuf,
         target: PathBuf,
     },
-    Stdout,
+    Stdout(Rc<StdoutWriter>),
     /// After an error: read and dropped, so the transfer goes on.
     Discard,
 }
@@ -93,6 +95,8 @@ struct Receiver {
     tx_buf: Box<[u8]>,
     peer: Option<PeerId>,
     out_dir: Option<PathBuf>,
+    /// With `--stdout`.
+    stdout: Option<Rc<StdoutWriter>>,
     keep_partial: bool,
     total_files: Option<u32>,
     next_file: u32,
@@ -147,11 +151,16 @@ pub fn run(args: &RecvArgs) -> Result<(), Failure> {
 async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Result<(), Failure> {
     let socket = PathSocket::listen(args.listen)
         .map_err(|e| Failure::Usage(format!("--listen {}: {e}", args.listen)))?;
+    // With port 0 the kernel picks one: say which.
+    if let Ok(addr) = socket.local_addr() {
+        eprintln!("braid: listening on {addr}");
+    }
     let receiver = Receiver {
         endpoint,
         tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
         peer: None,
         out_dir: args.out.clone().filter(|_| !args.stdout),
+        stdout: args.stdout.then(|| Rc::new(StdoutWriter::start())),
         keep_partial: args.keep_partial,
         total_files: None,
         next_file: 0,
@@ -317,6 +326,9 @@ impl Receiver {
             return;
         };
         while self.failure.is_none() && self.done_at.is_none() {
+            if self.stdout.as_ref().is_some_and(|w| !w.has_room()) {
+                return; // a slow reader holds the sender back (flow control)
+            }
             let Some(conn) = self.endpoint.session_mut(peer).and_then(|s| s.stream_mut()) else {
                 return;
             };
@@ -381,7 +393,10 @@ impl Receiver {
             return Err("from the sender: more files than announced".to_owned());
         }
         incoming.sink = match &self.out_dir {
-            None => Sink::Stdout,
+            None => match &self.stdout {
+                Some(w) => Sink::Stdout(w.clone()),
+                None => Sink::Discard,
+            },
             Some(dir) => open_sink(dir, &header.name).unwrap_or_else(|e| {
                 incoming.error = Some(e);
                 Sink::Discard
@@ -530,10 +545,7 @@ impl Incoming {
             Sink::File { file, partial, .. } => file
                 .write_all(data)
                 .map_err(|e| format!("cannot write {}: {e}", partial.display())),
-            Sink::Stdout => std::io::stdout()
-                .lock()
-                .write_all(data)
-                .map_err(|e| format!("cannot write to standard output: {e}")),
+            Sink::Stdout(w) => w.write(data),
             Sink::Discard => Ok(()),
         };
         if let Err(e) = written {
@@ -598,9 +610,7 @@ impl Incoming {
                 std::fs::rename(&*partial, &*target)
                     .map_err(|e| format!("cannot rename to {}: {e}", target.display()))
             }
-            Sink::Stdout => std::io::stdout()
-                .flush()
-                .map_err(|e| format!("cannot write to standard output: {e}")),
+            Sink::Stdout(w) => w.flush(),
             Sink::Discard => Ok(()),
         }
     }
@@ -637,5 +647,93 @@ impl SocketCore for Receiver {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.endpoint.handle_timeout(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Dir(PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(name: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("braid-recv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    /// A file's stream body (data then digest) fed in uneven pieces,
+    /// some shorter than the digest; `corrupt` flips a digest bit.
+    fn receive(dir: &std::path::Path, size: u64, corrupt: bool) -> (FileResult, Option<String>) {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut digest: [u8; 32] = Sha256::digest(&data).into();
+        if corrupt {
+            digest[5] ^= 1;
+        }
+        let mut body = data.clone();
+        body.extend_from_slice(&digest);
+        let mut incoming = Incoming {
+            head: Vec::new(),
+            header: Some(FileHeader {
+                total_files: 1,
+                size,
+                name: "f.bin".to_owned(),
+            }),
+            sink: open_sink(dir, "f.bin").unwrap(),
+            hasher: Sha256::new(),
+            tail: Vec::new(),
+            data_bytes: 0,
+            error: None,
+        };
+        let mut at = 0;
+        for (i, step) in [1usize, 31, 5000, 3, 40, 17].iter().cycle().enumerate() {
+            if at == body.len() {
+                break;
+            }
+            let n = (*step * (1 + i % 3)).min(body.len() - at);
+            incoming.feed(&body[at..at + n]);
+            at += n;
+        }
+        incoming.finish(false)
+    }
+
+    #[test]
+    fn a_whole_file_is_renamed_into_place() {
+        let d = dir("whole");
+        let (result, error) = receive(&d.0, 100_000, false);
+        assert_eq!(error, None);
+        assert_eq!(result.bytes, 100_000);
+        let expect: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), expect);
+        assert!(!d.0.join(".f.bin.braid-partial").exists());
+    }
+
+    #[test]
+    fn a_wrong_digest_or_length_leaves_nothing() {
+        for (size, corrupt, why) in [
+            (100_000, true, "SHA-256 mismatch"),
+            (100_001, false, "announced"),
+        ] {
+            let d = dir("bad");
+            let (result, error) = receive(&d.0, size, corrupt);
+            let error = error.expect("refused");
+            assert!(error.contains(why), "{error}");
+            assert_eq!(result.error.as_deref(), Some(error.as_str()));
+            assert_eq!(std::fs::read_dir(&d.0).unwrap().count(), 0, "{why}");
+        }
+    }
+
+    #[test]
+    fn an_existing_file_is_never_replaced() {
+        let d = dir("exists");
+        std::fs::write(d.0.join("f.bin"), b"mine").unwrap();
+        assert!(open_sink(&d.0, "f.bin").is_err());
+        assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), b"mine");
     }
 }
