@@ -868,11 +868,8 @@ fn stream_rides_the_session_on_every_path_and_fits_1500_byte_packets() {
         pair.run_for(ms(5));
         let server = pair.server.session_mut(peer).unwrap();
         let s = server.stream_mut().expect("server stream");
-        loop {
-            match s.read(pair.now, id, &mut buf).unwrap() {
-                crate::stream::ReadOutcome::Data(n) => got.extend_from_slice(&buf[..n]),
-                _ => break,
-            }
+        while let crate::stream::ReadOutcome::Data(n) = s.read(pair.now, id, &mut buf).unwrap() {
+            got.extend_from_slice(&buf[..n]);
         }
         if pair.client.stream().unwrap().is_send_complete() {
             break;

@@ -440,7 +440,9 @@ impl Receiver {
         let Some(conn) = self.endpoint.session_mut(peer).and_then(|s| s.stream_mut()) else {
             return;
         };
-        if self.replies_at == self.replies.len() && !(done && !self.reply_finished) {
+        let nothing_to_write = self.replies_at == self.replies.len();
+        let fin_due = done && !self.reply_finished;
+        if nothing_to_write && !fin_due {
             return;
         }
         let id = match self.reply_stream {
