@@ -659,3 +659,35 @@ impl SocketCore for Sender {
         self.session.handle_timeout(now);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn a_file_that_grows_while_sent_is_reported() {
+        let path = std::env::temp_dir().join(format!("braid-send-grow-{}", std::process::id()));
+        std::fs::write(&path, vec![1u8; 1000]).unwrap();
+        let mut sources = open_sources(std::slice::from_ref(&path)).unwrap();
+        let source = &mut sources[0];
+        let mut buf = Vec::new();
+        let mut read = 0u64;
+        while let Chunk::Data(n) = source.read(&mut buf, 300).unwrap() {
+            read += n as u64;
+        }
+        assert_eq!(read, 1000);
+        assert_eq!(source.check_unchanged(read), Ok(()));
+        // Another writer appends after the sender read to the end.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"more")
+            .unwrap();
+        let err = source.check_unchanged(read).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        assert!(err.contains("changed while it was being sent"), "{err}");
+    }
+}
