@@ -547,3 +547,72 @@ fn lab_a_file_crosses_loss_and_a_blackout_intact() {
         "loss and a blackout cost resends"
     );
 }
+
+#[test]
+fn root_a_full_disk_is_reported_on_both_sides_and_leaves_no_file() {
+    if !braid_lab::root_guard::have_root_or_skip() {
+        return;
+    }
+    let dir = Scratch::new("full");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    random_file(&dir.path("big.bin"), 3_000_000, 3);
+    let out = dir.out();
+    // A 1 MiB file system in a mount namespace of the receiver's own (gone
+    // when it exits); after braid, the shell lists what is left in it.
+    let script = format!(
+        "mount -t tmpfs -o size=1m tmpfs {out} || exit 99; \
+         {bin} recv --listen 127.0.0.1:0 --out {out} --key {key} --peer {peer}; rc=$?; \
+         echo left: $(ls -A {out}) >&2; exit $rc",
+        out = out.display(),
+        bin = env!("CARGO_BIN_EXE_braid"),
+        key = recv_key.display(),
+        peer = send_pub,
+    );
+    let mut recv_cmd = Command::new("unshare");
+    recv_cmd
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut recv = Running(Some(recv_cmd.spawn().unwrap()));
+    let mut recv_err = BufReader::new(recv.child().stderr.take().unwrap());
+    let mut line = String::new();
+    recv_err.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("braid: listening on ")
+        .unwrap_or_else(|| panic!("first line of recv: {line:?}"))
+        .to_owned();
+    let big = dir.path("big.bin");
+    let (code, _, stderr) = Running(Some(
+        braid(&[
+            "send",
+            big.to_str().unwrap(),
+            "--to",
+            &addr,
+            "--via",
+            "127.0.0.1",
+            "--key",
+            send_key.to_str().unwrap(),
+            "--peer",
+            &recv_pub,
+        ])
+        .spawn()
+        .unwrap(),
+    ))
+    .finish();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("refused by the receiver") && stderr.contains("No space left"),
+        "{stderr}"
+    );
+    let (rcode, _, _) = recv.finish();
+    let err = rest(recv_err);
+    assert_eq!(rcode, 1, "{err}");
+    assert!(err.contains("No space left"), "{err}");
+    assert!(
+        err.contains("left: \n") || err.trim_end().ends_with("left:"),
+        "{err}"
+    );
+}
