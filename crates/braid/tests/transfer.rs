@@ -616,3 +616,52 @@ fn root_a_full_disk_is_reported_on_both_sides_and_leaves_no_file() {
         "{err}"
     );
 }
+
+#[test]
+fn lab_without_via_every_interface_is_a_path() {
+    if !braid_lab::root_guard::have_root_or_skip() {
+        return;
+    }
+    let dir = Scratch::new("lab-auto");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let data = random_file(&dir.path("f.bin"), 2 << 20, 3);
+    let lab = Lab::up("sr-auto", &["8mbit,10ms", "4mbit,20ms"]);
+    let out = dir.out();
+    let (recv, _, recv_err) = start_recv_in(
+        &lab.exec("server"),
+        "198.19.0.1:47111",
+        &["--out", out.to_str().unwrap()],
+        &recv_key,
+        &send_pub,
+    );
+    let mut args = lab.exec("client");
+    let file = dir.path("f.bin");
+    args.extend([
+        "send",
+        file.to_str().unwrap(),
+        "--to",
+        "198.19.0.1:47111",
+        "--key",
+        send_key.to_str().unwrap(),
+        "--peer",
+        &recv_pub,
+        "--json",
+    ]);
+    let (code, stdout, stderr) = Running(Some(braid(&args).spawn().unwrap())).finish();
+    assert_eq!(code, 0, "send: {stderr}");
+    let (rcode, _, _) = recv.finish();
+    assert_eq!(rcode, 0, "recv: {}", rest(recv_err));
+    assert_eq!(
+        sha256(&std::fs::read(out.join("f.bin")).unwrap()),
+        sha256(&data)
+    );
+    let sent = json(&stdout);
+    let paths = sent["paths"].as_array().unwrap();
+    let names: Vec<&str> = paths.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    // The lab's client namespace has lo, p1 and p2.
+    assert_eq!(names, ["p1", "p2"], "{sent}");
+    for p in paths {
+        assert!(p["wire_bytes"].as_u64().unwrap() > 200_000, "{sent}");
+    }
+}

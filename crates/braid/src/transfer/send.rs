@@ -36,9 +36,10 @@ pub struct SendArgs {
     /// The receiver (`braid recv --listen`)
     #[arg(long, value_name = "HOST:PORT")]
     pub to: String,
-    /// One path per --via: an interface name (SO_BINDTODEVICE, needs
-    /// CAP_NET_RAW) or a local address to send from. Without any, one path
-    /// from whatever address the routing table picks
+    /// One path per --via: an interface name (SO_BINDTODEVICE) or a local
+    /// address to send from. Without any: one path per interface that is up,
+    /// not loopback and has an address of the receiver's family (for a
+    /// loopback receiver, one path)
     #[arg(long = "via", value_name = "IFACE|ADDR")]
     pub via: Vec<String>,
     /// The receiver's public key (base64, `braid pubkey` of its key)
@@ -166,15 +167,29 @@ fn resolve(to: &str) -> Result<SocketAddr, Failure> {
         .ok_or_else(|| Failure::Usage(format!("--to {to:?}: no address")))
 }
 
-/// One binding per `--via`, each with a path name.
+/// One binding per `--via`, each with a path name. Without any: every
+/// usable interface (bound with SO_BINDTODEVICE), or for a loopback
+/// receiver one path from the routing table's choice.
 fn bindings(via: &[String], remote: SocketAddr) -> Result<Vec<(String, Binding)>, Failure> {
-    if via.is_empty() {
+    if via.is_empty() && remote.ip().is_loopback() {
         let any = if remote.is_ipv4() {
             IpAddr::from([0, 0, 0, 0])
         } else {
             IpAddr::from([0u16; 8])
         };
         return Ok(vec![("default".to_owned(), Binding::Source(any))]);
+    }
+    if via.is_empty() {
+        let names = braid_io::usable_interfaces(remote.is_ipv6())
+            .map_err(|e| Failure::Runtime(format!("listing interfaces: {e}")))?;
+        if names.is_empty() {
+            return Err(Failure::Usage(
+                "no usable interface (up, not loopback, with an address of the receiver's \
+                 family): name the paths with --via"
+                    .to_owned(),
+            ));
+        }
+        return bindings(&names, remote);
     }
     if via.len() > session::MAX_SESSION_PATHS {
         return Err(Failure::Usage(format!(
