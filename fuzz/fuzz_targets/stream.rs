@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
         send_buffer: 1 << 20,
         max_streams: 16,
         idle_timeout: Duration::from_secs(5),
+        carrier_overhead: 0,
     };
     let mut now = Instant::from_nanos(1_000_000_000);
     let mut conn = Connection::new(config, &paths, now);

@@ -8,14 +8,17 @@
 //! - [`RecvBatch`]: those buffers, and an iterator over the datagrams one
 //!   receive call brought in.
 //! - [`Tun`]: the TUN device, with one clear line when it cannot be made.
+//! - [`usable_interfaces`]: the interfaces a path could use.
 
 mod batch;
 mod error;
+mod interfaces;
 mod path_socket;
 mod tun;
 
 pub use batch::{Datagram, RecvBatch, MAX_DATAGRAM_BYTES};
 pub use error::{SocketError, TunError};
+pub use interfaces::usable_interfaces;
 pub use path_socket::{Binding, PathSocket};
 pub use tun::{Tun, TunConfig};
 

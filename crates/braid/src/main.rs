@@ -15,6 +15,7 @@ mod lab_tunnel;
 mod plot;
 mod status_cmd;
 mod table;
+mod transfer;
 
 use std::process::ExitCode;
 
@@ -46,6 +47,10 @@ enum Command {
     Client(daemon::client::ClientArgs),
     /// Run the server end of bonded tunnels (needs root: it creates a TUN device)
     Server(daemon::server::ServerArgs),
+    /// Send files (or stdin) to `braid recv` over several paths at once, encrypted
+    Send(transfer::send::SendArgs),
+    /// Receive one transfer from `braid send` into a directory (or stdout)
+    Recv(transfer::recv::RecvArgs),
     /// Show a running client's or server's paths and sessions
     Status(status_cmd::StatusArgs),
     /// Print a new private key (base64) for a client or server config
@@ -91,6 +96,8 @@ fn main() -> ExitCode {
         Command::Lab(args) => return lab_cmd::run(args),
         Command::Client(args) => daemon::client::run(&args),
         Command::Server(args) => daemon::server::run(&args),
+        Command::Send(args) => transfer::send::run(&args),
+        Command::Recv(args) => transfer::recv::run(&args),
         Command::Status(args) => status_cmd::run(&args),
         Command::Genkey => keys_cmd::genkey(),
         Command::Pubkey => keys_cmd::pubkey(),

@@ -24,6 +24,12 @@ use crate::wire::AckFrame;
 /// A packet is lost once this many later packets of its path are acked
 /// (paths do not reorder internally, the threshold absorbs what little they do).
 const PACKET_THRESHOLD: u64 = 3;
+/// Pacing credit a path keeps when its sender comes late: a real event
+/// loop's timers fire up to a millisecond late (tokio's resolution), and a
+/// pacer that forgot the time slept would send one packet per wake-up
+/// (about 12 Mbit/s with 1500-byte packets). Late by more than this, the
+/// path was idle and must not burst.
+const PACING_CREDIT: Duration = Duration::from_millis(2);
 
 #[derive(Debug, Clone)]
 struct SentPacket {
@@ -169,7 +175,11 @@ impl PathSender {
         self.cc.on_sent(now, bytes, self.bytes_in_flight);
         if let Some(rate) = self.cc.pacing_rate_bps().filter(|r| *r > 0.0) {
             let gap = Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
-            self.next_send_time = self.next_send_time.max(now) + gap;
+            let earliest = Instant::from_nanos(
+                now.as_nanos()
+                    .saturating_sub(PACING_CREDIT.as_nanos() as u64),
+            );
+            self.next_send_time = self.next_send_time.max(earliest) + gap;
         }
         // 0 means "no usable hint": first packet, a gap too wide for 32
         // bits, or a number below the previous one on this path (the sender

@@ -105,6 +105,10 @@ pub struct SessionConfig {
     /// handshake timestamps increase across client restarts, which is how
     /// a server refuses replayed initiations.
     pub wall_clock_at_epoch: Duration,
+    /// A reliable stream connection inside the session (both ends must
+    /// set it): see `stream_carrier.rs`. `carrier_overhead` is set by the
+    /// session.
+    pub stream: Option<crate::stream::Config>,
 }
 
 impl Default for SessionConfig {
@@ -123,6 +127,7 @@ impl Default for SessionConfig {
             rekey_after_packets: 1 << 22,
             old_keys_kept: Duration::from_secs(10),
             wall_clock_at_epoch: Duration::ZERO,
+            stream: None,
         }
     }
 }

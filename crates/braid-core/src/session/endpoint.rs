@@ -365,6 +365,11 @@ impl Endpoint {
         self.peers.get(peer.0).and_then(|p| p.session.as_ref())
     }
 
+    /// A client's session, to use its stream connection.
+    pub fn session_mut(&mut self, peer: PeerId) -> Option<&mut Session> {
+        self.peers.get_mut(peer.0).and_then(|p| p.session.as_mut())
+    }
+
     /// The client with this public key.
     pub fn peer_id(&self, key: &PublicKey) -> Option<PeerId> {
         self.by_key.get(key).copied().map(PeerId)

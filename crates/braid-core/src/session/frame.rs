@@ -12,11 +12,17 @@
 //! bundle           0xC3 path len(2) first(len) rest
 //!                                    (feedback riding with data: two of the
 //!                                     above, not bundles, on the same path)
+//! stream           0xC4 path packet  (a reliable-stream packet,
+//!                                     crate::stream::frame, for the session's
+//!                                     stream connection)
 //! ```
 
 pub(crate) const PROBE: u8 = 0xC1;
 pub(crate) const PROBE_ACK: u8 = 0xC2;
 pub(crate) const BUNDLE: u8 = 0xC3;
+pub(crate) const STREAM: u8 = 0xC4;
+/// Bytes before a stream packet: the kind and path bytes.
+pub(crate) const STREAM_HEADER_LEN: usize = 2;
 pub(crate) const PROBE_LEN: usize = 6;
 pub(crate) const BUNDLE_HEADER_LEN: usize = 4;
 const WIRE_DATA: u8 = (crate::wire::VERSION << 4) | 1;
@@ -33,6 +39,8 @@ pub(crate) enum Inner<'a> {
     Feedback(&'a [u8]),
     Probe(u32),
     ProbeAck(u32),
+    /// A reliable-stream packet, for the session's stream connection.
+    Stream(&'a [u8]),
 }
 
 /// A malformed plaintext (the peer authenticated it, so this is a bug or
@@ -71,6 +79,9 @@ fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
             Some(3) => Ok(Inner::Skips(msg)),
             _ => Ok(Inner::Feedback(msg)),
         },
+        Some(&STREAM) if msg.len() > STREAM_HEADER_LEN => {
+            Ok(Inner::Stream(&msg[STREAM_HEADER_LEN..]))
+        }
         Some(&PROBE) | Some(&PROBE_ACK) if msg.len() == PROBE_LEN => {
             let seq = u32::from_be_bytes([msg[2], msg[3], msg[4], msg[5]]);
             Ok(if msg[0] == PROBE {
@@ -89,6 +100,13 @@ pub(crate) fn emit_probe(kind: u8, path: u8, seq: u32, out: &mut [u8]) -> usize 
     out[1] = path;
     out[2..6].copy_from_slice(&seq.to_be_bytes());
     PROBE_LEN
+}
+
+/// Writes the header of a stream packet for `path`; the packet follows
+/// at `out[STREAM_HEADER_LEN..]`.
+pub(crate) fn emit_stream_header(path: u8, out: &mut [u8]) {
+    out[0] = STREAM;
+    out[1] = path;
 }
 
 /// Writes a bundle of `first` then `rest`; returns its length. Both must
@@ -128,6 +146,19 @@ mod tests {
             parse(&b[..n]),
             Ok((1, Inner::Feedback(&fb), Some(Inner::Data(&data))))
         );
+    }
+
+    #[test]
+    fn stream_packets_round_trip() {
+        let mut b = vec![0u8; 8];
+        emit_stream_header(3, &mut b);
+        b[STREAM_HEADER_LEN..].copy_from_slice(&[1, 3, 0, 0, 0, 9]);
+        assert_eq!(
+            parse(&b),
+            Ok((3, Inner::Stream(&[1, 3, 0, 0, 0, 9][..]), None))
+        );
+        // A header without a packet.
+        assert_eq!(parse(&b[..STREAM_HEADER_LEN]), Err(Malformed));
     }
 
     #[test]

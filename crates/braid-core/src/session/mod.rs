@@ -41,6 +41,7 @@ mod event;
 mod frame;
 mod hello;
 mod stats;
+mod stream_carrier;
 #[cfg(test)]
 mod tests;
 
@@ -51,6 +52,7 @@ pub use config::{
 pub use endpoint::{Endpoint, EndpointStats, PeerId};
 pub use event::{Event, PathDownReason};
 pub use stats::{DropCounters, DropReason, PathState, PathStats, SessionStats};
+pub use stream_carrier::STREAM_OVERHEAD;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -206,6 +208,8 @@ pub struct Session {
     paths: Vec<Path>,
     sender: Sender,
     receiver: Receiver,
+    /// The reliable stream, the second payload kind (`stream_carrier.rs`).
+    stream: Option<crate::stream::Connection>,
     keys: KeySlots,
     handshake_out: VecDeque<(u8, SocketAddr, Vec<u8>)>,
     control_out: VecDeque<Control>,
@@ -309,6 +313,7 @@ impl Session {
             paths,
             sender,
             receiver,
+            stream: None,
             keys: KeySlots::default(),
             handshake_out: VecDeque::new(),
             control_out: VecDeque::new(),
@@ -469,6 +474,7 @@ impl Session {
             self.reset_streams(now);
         }
         if first || restarted {
+            self.start_stream(now);
             self.events.push_back(Event::Connected {
                 peer_restarted: restarted,
             });
@@ -600,6 +606,7 @@ impl Session {
                 });
                 Ok(())
             }
+            Inner::Stream(packet) => self.handle_stream_packet(now, path, packet),
             Inner::ProbeAck(seq) => {
                 let p = &mut self.paths[usize::from(path)];
                 if let Some((sent_seq, at)) = p.probe_sent {
@@ -691,6 +698,9 @@ impl Session {
             if let Some(t) = self.seal(c.path, buf, len) {
                 return Some(t);
             }
+        }
+        if let Some(t) = self.poll_stream_transmit(now, buf) {
+            return Some(t);
         }
         while let Some(t) = self.sender.poll_transmit() {
             let body = &mut buf[TRANSPORT_HEADER_LEN..];
@@ -784,6 +794,7 @@ impl Session {
             take(self.probe_due(p));
         }
         take(self.handshake_due());
+        take(self.stream.as_ref().and_then(|s| s.poll_timeout()));
         take(self.keys.previous.as_ref().map(|(_, until)| *until));
         // Never in the past: the caller would spin.
         t.map(|t| t.max(self.last_now))
@@ -842,6 +853,9 @@ impl Session {
         self.last_now = now;
         self.sender.handle_timeout(now);
         self.receiver.handle_timeout(now);
+        if let Some(stream) = &mut self.stream {
+            stream.handle_timeout(now);
+        }
         let mut changed = false;
         for (i, p) in self.paths.iter_mut().enumerate() {
             let silent = p.last_rx.map(|t| now - t);
@@ -1011,6 +1025,7 @@ impl Session {
     ) {
         if self.keys.current.is_none() {
             self.keys.current = Some(keys);
+            self.start_stream(now);
         } else {
             self.keys.next = Some(keys);
         }

@@ -822,3 +822,82 @@ fn two_clients_stay_isolated() {
         assert_eq!(numbers(&got[usize::from(i)]), (20..200).collect::<Vec<_>>());
     }
 }
+
+/// Both ends with a stream connection inside the session.
+fn connected_with_stream(delays: &[u64]) -> Pair {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let stream = Some(crate::stream::Config::default());
+    let mut cc = client_config(&ck, &sk.public, delays);
+    cc.session.stream = stream.clone();
+    let client = Session::client(cc, [7; 32]).unwrap();
+    let mut pair = Pair::with(client, ck.clone(), sk.clone(), delays);
+    let mut ec = endpoint_config(&sk, &[ck.public]);
+    ec.session.stream = stream;
+    pair.server = Endpoint::new(ec, [8; 32]).unwrap();
+    pair.run_for(ms(500));
+    assert!(pair.client.is_connected(), "client handshake");
+    pair
+}
+
+#[test]
+fn stream_rides_the_session_on_every_path_and_fits_1500_byte_packets() {
+    let mut pair = connected_with_stream(&[10, 30]);
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    let mut data = vec![0u8; 400_000];
+    rand_chacha::rand_core::RngCore::fill_bytes(&mut rng, &mut data);
+    let conn = pair
+        .client
+        .stream_mut()
+        .expect("stream after the handshake");
+    let id = conn.open_stream().unwrap();
+    assert_eq!(conn.write(id, &data).unwrap(), data.len());
+    conn.finish(id).unwrap();
+    let peer = pair.peer();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut largest = 0;
+    for _ in 0..2000 {
+        pair.flush();
+        largest = largest.max(
+            pair.flights
+                .iter()
+                .map(|f| f.bytes.len())
+                .max()
+                .unwrap_or(0),
+        );
+        pair.run_for(ms(5));
+        let server = pair.server.session_mut(peer).unwrap();
+        let s = server.stream_mut().expect("server stream");
+        while let crate::stream::ReadOutcome::Data(n) = s.read(pair.now, id, &mut buf).unwrap() {
+            got.extend_from_slice(&buf[..n]);
+        }
+        if pair.client.stream().unwrap().is_send_complete() {
+            break;
+        }
+    }
+    assert!(pair.client.stream().unwrap().is_send_complete());
+    assert_eq!(got.len(), data.len());
+    assert!(got == data, "the bytes differ");
+    // A full segment with the session's framing fills a 1500-byte IPv4
+    // packet exactly, and no more.
+    assert_eq!(largest + crate::wire::IP_UDP_OVERHEAD, 1500);
+    let stats = pair.client.stats(pair.now);
+    for p in &stats.paths {
+        assert!(
+            p.tx_bytes > 20_000,
+            "{} carried {} bytes",
+            p.name,
+            p.tx_bytes
+        );
+    }
+    assert_eq!(stats.drops.total(), 0, "{:?}", stats.drops);
+}
+
+#[test]
+fn no_stream_connection_unless_configured() {
+    let pair = connected(&[10]);
+    // A session without `stream` has no connection and refuses stream frames.
+    assert!(pair.client.stream().is_none());
+    let peer = pair.peer();
+    assert!(pair.server.session(peer).unwrap().stream().is_none());
+}

@@ -20,8 +20,6 @@ use crate::wire::IP_UDP_OVERHEAD;
 /// Most paths a connection uses (path ids are one byte; the retransmission
 /// bookkeeping keeps a 64-bit mask of paths tried).
 pub const MAX_PATHS: usize = 64;
-/// Bytes a full-size data packet occupies on a path.
-const FULL_PACKET: u64 = (MAX_SEGMENT_DATA + DATA_PACKET_OVERHEAD + IP_UDP_OVERHEAD) as u64;
 /// First repeat of a window update the sender may have missed; doubles to the cap.
 const WINDOW_PROBE_FIRST: Duration = Duration::from_millis(200);
 const WINDOW_PROBE_MAX: Duration = Duration::from_secs(8);
@@ -39,6 +37,11 @@ pub struct Config {
     pub max_streams: u32,
     /// With data unacknowledged, fail after this long without hearing the peer.
     pub idle_timeout: Duration,
+    /// Bytes a carrier adds around each packet (a session's framing and
+    /// AEAD, [`crate::session::STREAM_OVERHEAD`]). Segments shrink by as
+    /// much, so a full packet still fits a 1500-byte IP packet, and
+    /// congestion control counts what the path really carries.
+    pub carrier_overhead: usize,
 }
 
 impl Default for Config {
@@ -48,6 +51,7 @@ impl Default for Config {
             send_buffer: 16 << 20,
             max_streams: 64,
             idle_timeout: Duration::from_secs(30),
+            carrier_overhead: 0,
         }
     }
 }
@@ -143,6 +147,23 @@ impl Connection {
             last_heard: now,
             counters: StreamCounters::default(),
         }
+    }
+
+    /// Largest segment payload with this carrier.
+    fn max_segment(&self) -> usize {
+        MAX_SEGMENT_DATA
+            .saturating_sub(self.config.carrier_overhead)
+            .max(1)
+    }
+
+    /// Bytes a packet carrying `payload` segment bytes occupies on a path.
+    fn wire_bytes(&self, payload: usize) -> u64 {
+        (payload + DATA_PACKET_OVERHEAD + IP_UDP_OVERHEAD + self.config.carrier_overhead) as u64
+    }
+
+    /// Bytes a full-size data packet occupies on a path.
+    fn full_packet(&self) -> u64 {
+        self.wire_bytes(self.max_segment())
     }
 
     pub fn path(&self, i: usize) -> Option<&crate::path::PathSender> {
@@ -406,9 +427,10 @@ impl Connection {
         if self.paths.len() < 2 {
             return;
         }
+        let full = self.full_packet();
         for i in 0..self.paths.len() {
             let p = &self.paths[i];
-            if !p.sender.is_stalled(now, FULL_PACKET) {
+            if !p.sender.is_stalled(now, full) {
                 continue;
             }
             let outstanding = &self.outstanding;
@@ -431,7 +453,7 @@ impl Connection {
     fn delivery_estimate(&self, now: Instant, i: usize) -> Duration {
         let s = &self.paths[i].sender;
         let rtt = s.rtt.srtt().unwrap_or(UNMEASURED_RTT);
-        let wait = if s.cwnd_open(FULL_PACKET) {
+        let wait = if s.cwnd_open(self.full_packet()) {
             s.pacing_ready_at() - now
         } else {
             rtt
@@ -448,8 +470,9 @@ impl Connection {
             .collect();
         let mut order: Vec<usize> = (0..self.paths.len()).collect();
         order.sort_by_key(|&i| self.delivery_estimate(now, i));
+        let full = self.full_packet();
         for &i in &order {
-            if !self.paths[i].sender.can_send(now, FULL_PACKET) {
+            if !self.paths[i].sender.can_send(now, full) {
                 continue;
             }
             if self.paths[i].sender.is_suspect() && !healthy.is_empty() {
@@ -508,7 +531,7 @@ impl Connection {
         let credit = self.peer_max_data.saturating_sub(self.next_conn_seq);
         let max = usize::try_from(credit)
             .unwrap_or(usize::MAX)
-            .min(MAX_SEGMENT_DATA);
+            .min(self.max_segment());
         if max == 0 {
             return None;
         }
@@ -544,7 +567,7 @@ impl Connection {
         seg: &SentSegment,
         probe: bool,
     ) -> Transmit {
-        let ip_bytes = (seg.data.len() + DATA_PACKET_OVERHEAD + IP_UDP_OVERHEAD) as u64;
+        let ip_bytes = self.wire_bytes(seg.data.len());
         let app_limited = !self.has_new_data();
         let pseq = self.paths[i].on_sent(now, seq, ip_bytes, app_limited);
         self.outstanding.on_copy_sent(seq, i as u8, probe);
@@ -570,8 +593,9 @@ impl Connection {
             return None;
         }
         let any_healthy = self.paths.iter().any(|p| !p.sender.is_suspect());
+        let full = self.full_packet();
         let paths = self.paths.iter().flat_map(|p| {
-            let pacing = (self.wants_to_send(p, any_healthy) && p.sender.cwnd_open(FULL_PACKET))
+            let pacing = (self.wants_to_send(p, any_healthy) && p.sender.cwnd_open(full))
                 .then(|| p.sender.pacing_ready_at());
             [p.sender.timeout_at(), p.inbound.ack_due(), pacing]
         });

@@ -29,12 +29,14 @@
 //! ## Plugging into a session
 //!
 //! The module is sans-IO and knows nothing of sockets or keys. A session
-//! carries it as a second payload kind: every packet from
+//! carries it as a second payload kind (`session/stream_carrier.rs`, with
+//! `SessionConfig::stream`; `braid send`/`braid recv` use it): every packet from
 //! [`Connection::poll_transmit`] is sealed by the session's AEAD and sent on
 //! `Transmit::path`; an opened packet whose payload kind is "stream" goes to
 //! [`Connection::handle_packet`] with the path it arrived on. The stream's
-//! own packet kinds and frame types ([`frame`]) are then the payload's
-//! first byte and frames. Timers come through `poll_timeout` /
+//! own packets ([`frame`]) follow the session's two-byte header (kind
+//! `STREAM`, path), and `Config::carrier_overhead` shrinks segments so the
+//! whole still fits a 1500-byte IP packet. Timers come through `poll_timeout` /
 //! `handle_timeout`. The session's path manager decides the path set (the
 //! connection is built with one controller per path).
 

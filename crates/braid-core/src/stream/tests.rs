@@ -212,6 +212,7 @@ fn run(case: &Case, broken: bool) -> Outcome {
         send_buffer: 256 << 10,
         max_streams: 8,
         idle_timeout: Duration::from_secs(10),
+        carrier_overhead: 0,
     };
     let ccs: Vec<CcKind> = case.paths.iter().map(|p| p.cc).collect();
     let mut a = Connection::new(config.clone(), &ccs, Instant::ZERO);

@@ -1,7 +1,9 @@
-//! The loop both daemons run: a task per UDP socket and one for the TUN
-//! device feed the core; after each batch the core's output is flushed; a
-//! timer task sleeps until the core's next timeout; the control socket
-//! answers `braid status`. One thread, so the core sits in a `RefCell`.
+//! The loop the daemons and `braid send`/`braid recv` run: a task per UDP
+//! socket feeds the core; after each batch the core's output is flushed; a
+//! timer task sleeps until the core's next timeout ([`Driver`]). The
+//! daemons add a task for the TUN device and the control socket that
+//! answers `braid status` ([`run`]). One thread, so the core sits in a
+//! `RefCell`.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -23,6 +25,17 @@ const TUN_BATCH: usize = 64;
 /// Largest packet a TUN read returns.
 const TUN_BUFFER_BYTES: usize = u16::MAX as usize;
 
+/// What the socket and timer tasks of a [`Driver`] drive.
+pub trait SocketCore {
+    /// A datagram that arrived on socket number `socket`.
+    fn handle_datagram(&mut self, now: Instant, socket: usize, from: SocketAddr, bytes: &mut [u8]);
+    /// Everything the core has to say: datagrams to the sockets, and
+    /// whatever else the core produces (inner packets, file data, events).
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket]);
+    fn poll_timeout(&self) -> Option<Instant>;
+    fn handle_timeout(&mut self, now: Instant);
+}
+
 /// The sans-IO side of a daemon: a client's session or a server's endpoint.
 pub trait Core {
     /// A datagram that arrived on socket number `socket`.
@@ -38,6 +51,113 @@ pub trait Core {
     fn status(&self, now: Instant) -> String;
 }
 
+/// A daemon's core with its TUN device, as a [`SocketCore`].
+struct WithTun<C> {
+    core: C,
+    tun: Rc<Tun>,
+}
+
+impl<C: Core> SocketCore for WithTun<C> {
+    fn handle_datagram(&mut self, now: Instant, socket: usize, from: SocketAddr, bytes: &mut [u8]) {
+        self.core.handle_datagram(now, socket, from, bytes);
+    }
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket]) {
+        self.core.flush(now, sockets, &self.tun);
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.core.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        self.core.handle_timeout(now);
+    }
+}
+
+/// A core driven by its sockets and its timer, on the current `LocalSet`.
+pub struct Driver<C> {
+    core: Rc<RefCell<C>>,
+    sockets: Rc<[PathSocket]>,
+    clock: Clock,
+    wake: Rc<Notify>,
+}
+
+impl<C: SocketCore + 'static> Driver<C> {
+    /// Spawns a receive task per socket and the timer task, then flushes
+    /// once (a client's first handshake goes out then).
+    pub fn start(core: C, sockets: Vec<PathSocket>) -> Driver<C> {
+        let driver = Driver {
+            core: Rc::new(RefCell::new(core)),
+            sockets: sockets.into(),
+            clock: Clock::start(),
+            wake: Rc::new(Notify::new()),
+        };
+        for index in 0..driver.sockets.len() {
+            let (core, sockets, wake) = (
+                driver.core.clone(),
+                driver.sockets.clone(),
+                driver.wake.clone(),
+            );
+            let clock = driver.clock;
+            tokio::task::spawn_local(async move {
+                let mut batch = RecvBatch::new();
+                loop {
+                    if let Err(e) = sockets[index].recv(&mut batch).await {
+                        debug!(socket = index, "receive: {e}");
+                        continue;
+                    }
+                    let now = clock.now();
+                    let mut core = core.borrow_mut();
+                    batch.for_each_mut(|from, bytes| core.handle_datagram(now, index, from, bytes));
+                    core.flush(clock.now(), &sockets);
+                    wake.notify_one();
+                }
+            });
+        }
+        {
+            let (core, sockets, wake) = (
+                driver.core.clone(),
+                driver.sockets.clone(),
+                driver.wake.clone(),
+            );
+            let clock = driver.clock;
+            tokio::task::spawn_local(async move {
+                loop {
+                    let deadline = core.borrow().poll_timeout();
+                    let Some(at) = deadline else {
+                        wake.notified().await;
+                        continue;
+                    };
+                    tokio::select! {
+                        () = tokio::time::sleep_until(clock.deadline(at)) => {
+                            let mut core = core.borrow_mut();
+                            core.handle_timeout(clock.now());
+                            core.flush(clock.now(), &sockets);
+                        }
+                        // New input may have moved the deadline.
+                        () = wake.notified() => {}
+                    }
+                }
+            });
+        }
+        driver.input(|_, _| ());
+        driver
+    }
+
+    /// Input from elsewhere than the sockets (a TUN device, a file, a
+    /// tick): runs `f` on the core, flushes, and re-arms the timer.
+    pub fn input<R>(&self, f: impl FnOnce(&mut C, Instant) -> R) -> R {
+        let mut core = self.core.borrow_mut();
+        let r = f(&mut core, self.clock.now());
+        core.flush(self.clock.now(), &self.sockets);
+        self.wake.notify_one();
+        r
+    }
+
+    /// Reads the core without driving it.
+    pub fn inspect<R>(&self, f: impl FnOnce(&C, Instant) -> R) -> R {
+        f(&self.core.borrow(), self.clock.now())
+    }
+}
+
 /// Runs `core` until SIGINT or SIGTERM.
 pub async fn run<C: Core + 'static>(
     core: C,
@@ -45,31 +165,16 @@ pub async fn run<C: Core + 'static>(
     tun: Tun,
     control: ControlSocket,
 ) -> Result<(), Failure> {
-    let core = Rc::new(RefCell::new(core));
-    let sockets: Rc<[PathSocket]> = sockets.into();
     let tun = Rc::new(tun);
-    let clock = Clock::start();
-    let wake = Rc::new(Notify::new());
-
-    for index in 0..sockets.len() {
-        let (core, sockets, tun, wake) = (core.clone(), sockets.clone(), tun.clone(), wake.clone());
-        tokio::task::spawn_local(async move {
-            let mut batch = RecvBatch::new();
-            loop {
-                if let Err(e) = sockets[index].recv(&mut batch).await {
-                    debug!(socket = index, "receive: {e}");
-                    continue;
-                }
-                let now = clock.now();
-                let mut core = core.borrow_mut();
-                batch.for_each_mut(|from, bytes| core.handle_datagram(now, index, from, bytes));
-                core.flush(clock.now(), &sockets, &tun);
-                wake.notify_one();
-            }
-        });
-    }
+    let driver = Rc::new(Driver::start(
+        WithTun {
+            core,
+            tun: tun.clone(),
+        },
+        sockets,
+    ));
     {
-        let (core, sockets, tun, wake) = (core.clone(), sockets.clone(), tun.clone(), wake.clone());
+        let driver = driver.clone();
         tokio::task::spawn_local(async move {
             let mut buf = vec![0u8; TUN_BUFFER_BYTES];
             loop {
@@ -81,47 +186,19 @@ pub async fn run<C: Core + 'static>(
                         continue;
                     }
                 };
-                let now = clock.now();
-                let mut core = core.borrow_mut();
-                core.offer(now, &buf[..n]);
-                for _ in 1..TUN_BATCH {
-                    match tun.try_recv(&mut buf) {
-                        Ok(n) => core.offer(now, &buf[..n]),
-                        Err(_) => break,
+                driver.input(|c, now| {
+                    c.core.offer(now, &buf[..n]);
+                    for _ in 1..TUN_BATCH {
+                        match c.tun.try_recv(&mut buf) {
+                            Ok(n) => c.core.offer(now, &buf[..n]),
+                            Err(_) => break,
+                        }
                     }
-                }
-                core.flush(clock.now(), &sockets, &tun);
-                wake.notify_one();
+                });
             }
         });
     }
-    {
-        let (core, sockets, tun, wake) = (core.clone(), sockets.clone(), tun.clone(), wake.clone());
-        tokio::task::spawn_local(async move {
-            loop {
-                let deadline = core.borrow().poll_timeout();
-                let Some(at) = deadline else {
-                    wake.notified().await;
-                    continue;
-                };
-                tokio::select! {
-                    () = tokio::time::sleep_until(clock.deadline(at)) => {
-                        let mut core = core.borrow_mut();
-                        core.handle_timeout(clock.now());
-                        core.flush(clock.now(), &sockets, &tun);
-                    }
-                    // New input may have moved the deadline.
-                    () = wake.notified() => {}
-                }
-            }
-        });
-    }
-    // A client's first handshake goes out at its first flush.
-    core.borrow_mut().flush(clock.now(), &sockets, &tun);
-    wake.notify_one();
-
-    let status_core = core.clone();
-    let status = Rc::new(move || status_core.borrow().status(clock.now()));
+    let status = Rc::new(move || driver.inspect(|c, now| c.core.status(now)));
     tokio::select! {
         () = control.serve(status) => {}
         r = super::shutdown_signal() => {

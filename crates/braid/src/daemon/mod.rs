@@ -11,7 +11,7 @@
 pub mod client;
 mod clock;
 mod control;
-mod event_loop;
+pub(crate) mod event_loop;
 mod inner_addr;
 pub mod server;
 mod status_json;
@@ -34,7 +34,7 @@ pub fn default_tunnel_mtu() -> u16 {
 
 /// Session settings both daemons share: the tunnel MTU, and the wall clock
 /// at the core's time zero (handshake timestamps must grow across restarts).
-fn session_config(mtu: u16) -> SessionConfig {
+pub(crate) fn session_config(mtu: u16) -> SessionConfig {
     SessionConfig {
         tunnel_mtu: usize::from(mtu),
         wall_clock_at_epoch: SystemTime::now()
@@ -45,7 +45,7 @@ fn session_config(mtu: u16) -> SessionConfig {
 }
 
 /// 32 bytes from the operating system for the core's RNG seed.
-fn os_seed() -> [u8; 32] {
+pub(crate) fn os_seed() -> [u8; 32] {
     use rand::RngCore;
     let mut seed = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut seed);
@@ -63,7 +63,7 @@ pub fn init_logging() {
 }
 
 /// A one-thread runtime: the daemons are one event loop.
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -91,7 +91,7 @@ fn tun_config(
 }
 
 /// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() -> std::io::Result<()> {
+pub(crate) async fn shutdown_signal() -> std::io::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;

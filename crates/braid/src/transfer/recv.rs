@@ -1,0 +1,741 @@
+//! `braid recv --listen ADDR:PORT --out DIR`: the session's server. It
+//! takes one transfer (from the first sender it knows that connects) and
+//! exits: 0 if every file arrived and verified, 1 otherwise.
+//!
+//! A file is written to `DIR/.NAME.braid-partial` while it arrives and
+//! renamed to `DIR/NAME` only once its SHA-256 matches the sender's and
+//! its length the announced one (and it is synced to disk). A failed or
+//! interrupted file's partial copy is removed, or kept under its
+//! `.braid-partial` name with `--keep-partial`. An existing `DIR/NAME` is
+//! never replaced.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+use braid_core::crypto::StaticKeypair;
+use braid_core::session::{Endpoint, EndpointConfig, Event, PeerConfig, PeerId, MAX_DATAGRAM_LEN};
+use braid_core::stream::{code, Connection, ReadOutcome};
+use braid_core::time::Instant;
+use braid_io::PathSocket;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use super::header::{FileHeader, Reply, DIGEST_LEN, UNKNOWN_SIZE};
+use super::progress::Progress;
+use super::stdout::StdoutWriter;
+use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
+use crate::daemon::event_loop::{Driver, SocketCore};
+use crate::daemon::{os_seed, runtime, shutdown_signal};
+use crate::{write_stdout, Failure};
+
+/// Bytes read from the connection at a time.
+const READ_CHUNK: usize = 64 << 10;
+/// After the last file, how long the replies may take to be acknowledged.
+const REPLY_GRACE: Duration = Duration::from_secs(3);
+
+#[derive(clap::Args, Debug)]
+pub struct RecvArgs {
+    /// Address and UDP port to listen on
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+    /// Directory the files are written into
+    #[arg(long, value_name = "DIR", required_unless_present = "stdout")]
+    pub out: Option<PathBuf>,
+    /// Write what arrives to standard output instead, as it arrives; it is
+    /// verified at the end: trust it only if braid exits 0
+    #[arg(long, conflicts_with_all = ["out", "json"])]
+    pub stdout: bool,
+    /// A sender's public key (base64); repeat to accept several
+    #[arg(long = "peer", value_name = "PUBKEY", required = true)]
+    pub peers: Vec<String>,
+    /// Keep a failed file's partial data (as DIR/.NAME.braid-partial)
+    #[arg(long)]
+    pub keep_partial: bool,
+    #[command(flatten)]
+    pub common: KeyArgs,
+}
+
+/// Where a file's data goes.
+enum Sink {
+    File {
+        file: File,
+        partial: PathBuf,
+        target: PathBuf,
+    },
+    Stdout(Rc<StdoutWriter>),
+    /// After an error: read and dropped, so the transfer goes on.
+    Discard,
+}
+
+/// The file being received.
+struct Incoming {
+    head: Vec<u8>,
+    header: Option<FileHeader>,
+    sink: Sink,
+    hasher: Sha256,
+    /// The stream's last bytes seen, held back: the digest is the last 32.
+    tail: Vec<u8>,
+    data_bytes: u64,
+    error: Option<String>,
+}
+
+struct FileResult {
+    name: String,
+    bytes: u64,
+    sha256: Option<String>,
+    error: Option<String>,
+}
+
+struct Receiver {
+    endpoint: Endpoint,
+    tx_buf: Box<[u8]>,
+    peer: Option<PeerId>,
+    out_dir: Option<PathBuf>,
+    /// With `--stdout`.
+    stdout: Option<Rc<StdoutWriter>>,
+    keep_partial: bool,
+    total_files: Option<u32>,
+    next_file: u32,
+    incoming: Option<Incoming>,
+    results: Vec<FileResult>,
+    replies: Vec<u8>,
+    replies_at: usize,
+    reply_stream: Option<u32>,
+    reply_finished: bool,
+    connected_at: Option<Instant>,
+    done_at: Option<Instant>,
+    failure: Option<String>,
+    buf: Vec<u8>,
+    udp_send_errors: u64,
+}
+
+pub fn run(args: &RecvArgs) -> Result<(), Failure> {
+    let local = StaticKeypair::from_private(super::load_private_key(&args.common.key)?);
+    let peers = args
+        .peers
+        .iter()
+        .map(|p| {
+            Ok(PeerConfig {
+                public_key: super::parse_public_key(p)?,
+                psk: None,
+            })
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    if let Some(dir) = &args.out {
+        if !dir.is_dir() {
+            return Err(Failure::Usage(format!(
+                "--out {}: not a directory",
+                dir.display()
+            )));
+        }
+    }
+    let timeout = Duration::from_secs(args.common.timeout);
+    let endpoint = Endpoint::new(
+        EndpointConfig {
+            local,
+            peers,
+            session: super::session_config(timeout),
+            handshakes_per_second: 20,
+        },
+        os_seed(),
+    )
+    .map_err(|e| Failure::Usage(format!("--peer: {e}")))?;
+    let runtime = runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
+    tokio::task::LocalSet::new().block_on(&runtime, receive(args, endpoint, timeout))
+}
+
+async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Result<(), Failure> {
+    let socket = PathSocket::listen(args.listen)
+        .map_err(|e| Failure::Usage(format!("--listen {}: {e}", args.listen)))?;
+    // With port 0 the kernel picks one: say which.
+    if let Ok(addr) = socket.local_addr() {
+        eprintln!("braid: listening on {addr}");
+    }
+    let receiver = Receiver {
+        endpoint,
+        tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+        peer: None,
+        out_dir: args.out.clone().filter(|_| !args.stdout),
+        stdout: args.stdout.then(|| Rc::new(StdoutWriter::start())),
+        keep_partial: args.keep_partial,
+        total_files: None,
+        next_file: 0,
+        incoming: None,
+        results: Vec::new(),
+        replies: Vec::new(),
+        replies_at: 0,
+        reply_stream: None,
+        reply_finished: false,
+        connected_at: None,
+        done_at: None,
+        failure: None,
+        buf: vec![0; READ_CHUNK],
+        udp_send_errors: 0,
+    };
+    let driver = Driver::start(receiver, vec![socket]);
+    let mut progress = Progress::new();
+    let mut tick = tokio::time::interval(TICK);
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    let outcome = loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = &mut signal => break Err("interrupted".to_owned()),
+        }
+        let state = driver.input(|r, now| r.state(now, timeout));
+        let (done, paths) = driver.inspect(|r, now| {
+            let paths = r
+                .peer
+                .and_then(|p| r.endpoint.session(p))
+                .map(|s| path_bytes(&s.stats(now), false))
+                .unwrap_or_default();
+            (r.received(), paths)
+        });
+        progress.update(done, None, &paths);
+        match state {
+            State::Running => {}
+            State::Done => break Ok(()),
+            State::Failed(msg) => break Err(msg),
+        }
+    };
+    progress.finish();
+    if let Err(msg) = &outcome {
+        let kept = driver.input(|r, _| r.give_up(msg));
+        if let Some(path) = kept {
+            eprintln!("braid: partial data kept in {}", path.display());
+        }
+        tokio::time::sleep(LINGER).await;
+        driver.input(|_, _| ());
+    }
+    let summary = driver.inspect(|r, now| r.summary(now));
+    if args.common.json {
+        write_stdout(&format!("{summary}\n"))?;
+    }
+    let failed = driver.inspect(|r, _| {
+        r.results
+            .iter()
+            .filter_map(|f| Some(format!("{}: {}", f.name, f.error.as_ref()?)))
+            .collect::<Vec<_>>()
+    });
+    match outcome {
+        Err(msg) => Err(Failure::Runtime(msg)),
+        Ok(()) if !failed.is_empty() => Err(Failure::Runtime(failed.join("; "))),
+        Ok(()) => Ok(()),
+    }
+}
+
+enum State {
+    Running,
+    Done,
+    Failed(String),
+}
+
+impl Receiver {
+    fn state(&self, now: Instant, timeout: Duration) -> State {
+        if let Some(msg) = &self.failure {
+            return State::Failed(msg.clone());
+        }
+        if let Some(done) = self.done_at {
+            let acked =
+                self.reply_finished && self.conn().is_some_and(Connection::is_send_complete);
+            if acked || now - done >= REPLY_GRACE {
+                return State::Done;
+            }
+            return State::Running;
+        }
+        let Some(connected) = self.connected_at else {
+            return State::Running; // waiting for a sender, for as long as it takes
+        };
+        let stats = self
+            .peer
+            .and_then(|p| self.endpoint.session(p))
+            .map(|s| s.stats(now));
+        if now - connected >= timeout && stats.is_some_and(|s| peer_silent(&s, timeout)) {
+            return State::Failed(format!(
+                "lost the sender: nothing heard on any path for {} s",
+                timeout.as_secs()
+            ));
+        }
+        State::Running
+    }
+
+    /// File data received so far (digests and headers not counted).
+    fn received(&self) -> u64 {
+        let done: u64 = self.results.iter().map(|f| f.bytes).sum();
+        done + self.incoming.as_ref().map_or(0, |i| i.data_bytes)
+    }
+
+    fn conn(&self) -> Option<&Connection> {
+        self.endpoint.session(self.peer?)?.stream()
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.failure.is_none() {
+            self.failure = Some(msg);
+        }
+    }
+
+    /// The transfer failed: the partial file goes (or stays, marked), the
+    /// sender is told. Returns the partial file kept, if any.
+    fn give_up(&mut self, _why: &str) -> Option<PathBuf> {
+        if let Some(peer) = self.peer {
+            if let Some(conn) = self.endpoint.session_mut(peer).and_then(|s| s.stream_mut()) {
+                conn.abort(code::APPLICATION);
+            }
+        }
+        let incoming = self.incoming.take()?;
+        match incoming.sink {
+            Sink::File { partial, .. } if self.keep_partial => Some(partial),
+            Sink::File { partial, .. } => {
+                let _ = std::fs::remove_file(&partial);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    fn handle_events(&mut self, now: Instant) {
+        while let Some((peer, event)) = self.endpoint.poll_event() {
+            let Event::Connected { peer_restarted } = event else {
+                continue;
+            };
+            match self.peer {
+                None => {
+                    self.peer = Some(peer);
+                    self.connected_at = Some(now);
+                }
+                Some(p) if p == peer && peer_restarted && self.received() > 0 => {
+                    self.fail("the sender restarted during the transfer".to_owned());
+                }
+                _ => {}
+            }
+        }
+        if let Some(e) = self.conn().and_then(Connection::error) {
+            let msg = format!("transfer failed: {e}");
+            self.fail(msg);
+        }
+    }
+
+    /// Reads the file streams in order and answers for each file.
+    fn read_files(&mut self, now: Instant) {
+        let Some(peer) = self.peer else {
+            return;
+        };
+        while self.failure.is_none() && self.done_at.is_none() {
+            if self.stdout.as_ref().is_some_and(|w| !w.has_room()) {
+                return; // a slow reader holds the sender back (flow control)
+            }
+            let Some(conn) = self.endpoint.session_mut(peer).and_then(|s| s.stream_mut()) else {
+                return;
+            };
+            let outcome = match conn.read(now, self.next_file, &mut self.buf) {
+                Ok(o) => o,
+                Err(_) => return, // the connection failed: handle_events reports it
+            };
+            match outcome {
+                ReadOutcome::Blocked => return,
+                ReadOutcome::Data(n) => {
+                    let data = std::mem::take(&mut self.buf);
+                    let r = self.on_data(&data[..n]);
+                    self.buf = data;
+                    if let Err(e) = r {
+                        self.fail(e);
+                    }
+                }
+                ReadOutcome::Finished => {
+                    self.on_end();
+                    self.next_file += 1;
+                    if self.total_files.is_some_and(|t| self.next_file >= t) {
+                        self.done_at = Some(now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Bytes of the current file's stream; an error here breaks the
+    /// protocol and ends the transfer.
+    fn on_data(&mut self, data: &[u8]) -> Result<(), String> {
+        let incoming = self.incoming.get_or_insert_with(|| Incoming {
+            head: Vec::new(),
+            header: None,
+            sink: Sink::Discard,
+            hasher: Sha256::new(),
+            tail: Vec::new(),
+            data_bytes: 0,
+            error: None,
+        });
+        if incoming.header.is_some() {
+            incoming.feed(data);
+            return Ok(());
+        }
+        incoming.head.extend_from_slice(data);
+        let Some((header, len)) =
+            FileHeader::parse(&incoming.head).map_err(|e| format!("from the sender: {e}"))?
+        else {
+            return Ok(());
+        };
+        match self.total_files {
+            None => self.total_files = Some(header.total_files),
+            Some(t) if t != header.total_files => {
+                return Err(format!(
+                    "from the sender: file count changed from {t} to {}",
+                    header.total_files
+                ))
+            }
+            Some(_) => {}
+        }
+        if header.total_files <= self.next_file {
+            return Err("from the sender: more files than announced".to_owned());
+        }
+        incoming.sink = match &self.out_dir {
+            None => match &self.stdout {
+                Some(w) => Sink::Stdout(w.clone()),
+                None => Sink::Discard,
+            },
+            Some(dir) => open_sink(dir, &header.name).unwrap_or_else(|e| {
+                incoming.error = Some(e);
+                Sink::Discard
+            }),
+        };
+        incoming.header = Some(header);
+        let rest = incoming.head.split_off(len);
+        incoming.feed(&rest);
+        Ok(())
+    }
+
+    /// The current file's stream ended: verify, put in place, answer.
+    fn on_end(&mut self) {
+        let incoming = self.incoming.take();
+        let (result, reply_error) = match incoming.filter(|i| i.header.is_some()) {
+            None => (
+                FileResult {
+                    name: format!("file {}", self.next_file),
+                    bytes: 0,
+                    sha256: None,
+                    error: Some("the stream ended before its header".to_owned()),
+                },
+                Some("stream ended before its header".to_owned()),
+            ),
+            Some(incoming) => incoming.finish(self.keep_partial),
+        };
+        let reply = Reply {
+            file: self.next_file,
+            error: reply_error,
+        };
+        self.replies.extend(reply.encode());
+        self.results.push(result);
+    }
+
+    /// Writes queued replies into the reply stream; finishes it after the last.
+    fn send_replies(&mut self) {
+        let Some(peer) = self.peer else {
+            return;
+        };
+        let done = self.done_at.is_some();
+        let Some(conn) = self.endpoint.session_mut(peer).and_then(|s| s.stream_mut()) else {
+            return;
+        };
+        let nothing_to_write = self.replies_at == self.replies.len();
+        let fin_due = done && !self.reply_finished;
+        if nothing_to_write && !fin_due {
+            return;
+        }
+        let id = match self.reply_stream {
+            Some(id) => id,
+            None => match conn.open_stream() {
+                Ok(id) => *self.reply_stream.insert(id),
+                Err(_) => return,
+            },
+        };
+        if let Ok(n) = conn.write(id, &self.replies[self.replies_at..]) {
+            self.replies_at += n;
+        }
+        if done && self.replies_at == self.replies.len() && !self.reply_finished {
+            self.reply_finished = conn.finish(id).is_ok();
+        }
+    }
+
+    fn summary(&self, now: Instant) -> serde_json::Value {
+        let seconds = match (self.connected_at, self.done_at) {
+            (Some(a), Some(b)) => (b - a).as_secs_f64(),
+            (Some(a), None) => (now - a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let paths = self
+            .peer
+            .and_then(|p| self.endpoint.session(p))
+            .map(|s| path_bytes(&s.stats(now), false))
+            .unwrap_or_default();
+        let files: Vec<serde_json::Value> = self
+            .results
+            .iter()
+            .map(|f| {
+                json!({
+                    "name": f.name,
+                    "bytes": f.bytes,
+                    "sha256": f.sha256,
+                    "verified": f.error.is_none(),
+                    "error": f.error,
+                })
+            })
+            .collect();
+        json!({
+            "role": "recv",
+            "ok": self.failure.is_none() && self.done_at.is_some()
+                && self.results.iter().all(|f| f.error.is_none()),
+            "error": self.failure,
+            "bytes": self.received(),
+            "seconds": seconds,
+            "goodput_mbit_s": mbit_per_s(self.received(), seconds),
+            "udp_send_errors": self.udp_send_errors,
+            "paths": paths_json(&paths),
+            "files": files,
+        })
+    }
+}
+
+/// The partial file for `name` in `dir`, refusing to replace a file.
+fn open_sink(dir: &std::path::Path, name: &str) -> Result<Sink, String> {
+    let target = dir.join(name);
+    if target.exists() {
+        return Err(format!("{} exists; not replaced", target.display()));
+    }
+    let partial = dir.join(format!(".{name}.braid-partial"));
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&partial)
+        .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
+    Ok(Sink::File {
+        file,
+        partial,
+        target,
+    })
+}
+
+impl Incoming {
+    /// File data and (at the very end) the digest: everything but the
+    /// last 32 bytes seen is data.
+    fn feed(&mut self, data: &[u8]) {
+        if data.len() >= DIGEST_LEN {
+            let tail = std::mem::take(&mut self.tail);
+            self.emit(&tail);
+            let cut = data.len() - DIGEST_LEN;
+            self.emit(&data[..cut]);
+            self.tail.extend_from_slice(&data[cut..]);
+        } else {
+            self.tail.extend_from_slice(data);
+            let excess = self.tail.len().saturating_sub(DIGEST_LEN);
+            let out: Vec<u8> = self.tail.drain(..excess).collect();
+            self.emit(&out);
+        }
+    }
+
+    fn emit(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        self.hasher.update(data);
+        self.data_bytes += data.len() as u64;
+        let written = match &mut self.sink {
+            Sink::File { file, partial, .. } => file
+                .write_all(data)
+                .map_err(|e| format!("cannot write {}: {e}", partial.display())),
+            Sink::Stdout(w) => w.write(data),
+            Sink::Discard => Ok(()),
+        };
+        if let Err(e) = written {
+            self.drop_sink();
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Removes the partial file (an error makes it worthless).
+    fn drop_sink(&mut self) {
+        if let Sink::File { partial, .. } = std::mem::replace(&mut self.sink, Sink::Discard) {
+            let _ = std::fs::remove_file(partial);
+        }
+    }
+
+    /// Verifies the file; renames it into place if it is whole.
+    fn finish(mut self, keep_partial: bool) -> (FileResult, Option<String>) {
+        let header = self.header.take().expect("data after a header");
+        let digest: [u8; 32] = self.hasher.clone().finalize().into();
+        let mut error = self.error.take();
+        if error.is_none() && self.tail.as_slice() != digest.as_slice() {
+            error = Some("SHA-256 mismatch: the data is not what was sent".to_owned());
+        }
+        if error.is_none() && header.size != UNKNOWN_SIZE && header.size != self.data_bytes {
+            error = Some(format!(
+                "{} bytes arrived, {} announced",
+                self.data_bytes, header.size
+            ));
+        }
+        if error.is_none() {
+            error = self.put_in_place().err();
+        }
+        if let Some(e) = &error {
+            match &self.sink {
+                Sink::File { partial, .. } if keep_partial => {
+                    eprintln!("braid: {e}; partial data kept in {}", partial.display());
+                }
+                _ => self.drop_sink(),
+            }
+        }
+        let result = FileResult {
+            name: header.name,
+            bytes: self.data_bytes,
+            sha256: Some(hex(&digest)),
+            error: error.clone(),
+        };
+        (result, error)
+    }
+
+    fn put_in_place(&mut self) -> Result<(), String> {
+        match &mut self.sink {
+            Sink::File {
+                file,
+                partial,
+                target,
+            } => {
+                file.sync_all()
+                    .map_err(|e| format!("cannot sync {}: {e}", partial.display()))?;
+                if target.exists() {
+                    return Err(format!("{} exists; not replaced", target.display()));
+                }
+                std::fs::rename(&*partial, &*target)
+                    .map_err(|e| format!("cannot rename to {}: {e}", target.display()))
+            }
+            Sink::Stdout(w) => w.flush(),
+            Sink::Discard => Ok(()),
+        }
+    }
+}
+
+impl SocketCore for Receiver {
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        _socket: usize,
+        from: SocketAddr,
+        bytes: &mut [u8],
+    ) {
+        let _ = self.endpoint.handle_datagram(now, from, bytes);
+    }
+
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket]) {
+        self.handle_events(now);
+        self.read_files(now);
+        self.send_replies();
+        while let Some((_, t)) = self.endpoint.poll_transmit(now, &mut self.tx_buf) {
+            if sockets[0]
+                .try_send(t.remote, &self.tx_buf[..t.len], None)
+                .is_err()
+            {
+                self.udp_send_errors += 1;
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.endpoint.poll_timeout()
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.endpoint.handle_timeout(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Dir(PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(name: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("braid-recv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    /// A file's stream body (data then digest) fed in uneven pieces,
+    /// some shorter than the digest; `corrupt` flips a digest bit.
+    fn receive(dir: &std::path::Path, size: u64, corrupt: bool) -> (FileResult, Option<String>) {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut digest: [u8; 32] = Sha256::digest(&data).into();
+        if corrupt {
+            digest[5] ^= 1;
+        }
+        let mut body = data.clone();
+        body.extend_from_slice(&digest);
+        let mut incoming = Incoming {
+            head: Vec::new(),
+            header: Some(FileHeader {
+                total_files: 1,
+                size,
+                name: "f.bin".to_owned(),
+            }),
+            sink: open_sink(dir, "f.bin").unwrap(),
+            hasher: Sha256::new(),
+            tail: Vec::new(),
+            data_bytes: 0,
+            error: None,
+        };
+        let mut at = 0;
+        for (i, step) in [1usize, 31, 5000, 3, 40, 17].iter().cycle().enumerate() {
+            if at == body.len() {
+                break;
+            }
+            let n = (*step * (1 + i % 3)).min(body.len() - at);
+            incoming.feed(&body[at..at + n]);
+            at += n;
+        }
+        incoming.finish(false)
+    }
+
+    #[test]
+    fn a_whole_file_is_renamed_into_place() {
+        let d = dir("whole");
+        let (result, error) = receive(&d.0, 100_000, false);
+        assert_eq!(error, None);
+        assert_eq!(result.bytes, 100_000);
+        let expect: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), expect);
+        assert!(!d.0.join(".f.bin.braid-partial").exists());
+    }
+
+    #[test]
+    fn a_wrong_digest_or_length_leaves_nothing() {
+        for (size, corrupt, why) in [
+            (100_000, true, "SHA-256 mismatch"),
+            (100_001, false, "announced"),
+        ] {
+            let d = dir("bad");
+            let (result, error) = receive(&d.0, size, corrupt);
+            let error = error.expect("refused");
+            assert!(error.contains(why), "{error}");
+            assert_eq!(result.error.as_deref(), Some(error.as_str()));
+            assert_eq!(std::fs::read_dir(&d.0).unwrap().count(), 0, "{why}");
+        }
+    }
+
+    #[test]
+    fn an_existing_file_is_never_replaced() {
+        let d = dir("exists");
+        std::fs::write(d.0.join("f.bin"), b"mine").unwrap();
+        assert!(open_sink(&d.0, "f.bin").is_err());
+        assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), b"mine");
+    }
+}

@@ -1,0 +1,77 @@
+//! Standard output for `braid recv --stdout`, written by a thread of its
+//! own: a slow reader then holds back the connection (the receiver stops
+//! reading it, and flow control slows the sender) instead of blocking the
+//! event loop, which must keep acknowledging and probing.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+
+/// Bytes handed to the writer thread and not yet written, past which the
+/// receiver stops reading from the connection.
+const MAX_BACKLOG_BYTES: usize = 4 << 20;
+
+enum Message {
+    Data(Vec<u8>),
+    /// Flush, then answer with the first error since the last flush.
+    Flush(mpsc::SyncSender<std::io::Result<()>>),
+}
+
+pub struct StdoutWriter {
+    tx: mpsc::Sender<Message>,
+    backlog: Arc<AtomicUsize>,
+}
+
+impl StdoutWriter {
+    pub fn start() -> StdoutWriter {
+        let (tx, rx) = mpsc::channel::<Message>();
+        let backlog = Arc::new(AtomicUsize::new(0));
+        let counter = backlog.clone();
+        std::thread::spawn(move || {
+            let mut out = std::io::stdout().lock();
+            let mut error = None;
+            for message in rx {
+                match message {
+                    Message::Data(data) => {
+                        if error.is_none() {
+                            error = out.write_all(&data).err();
+                        }
+                        counter.fetch_sub(data.len(), Ordering::AcqRel);
+                    }
+                    Message::Flush(answer) => {
+                        let result = match error.take() {
+                            Some(e) => Err(e),
+                            None => out.flush(),
+                        };
+                        let _ = answer.send(result);
+                    }
+                }
+            }
+        });
+        StdoutWriter { tx, backlog }
+    }
+
+    /// Whether the receiver may read more from the connection.
+    pub fn has_room(&self) -> bool {
+        self.backlog.load(Ordering::Acquire) < MAX_BACKLOG_BYTES
+    }
+
+    pub fn write(&self, data: &[u8]) -> Result<(), String> {
+        self.backlog.fetch_add(data.len(), Ordering::AcqRel);
+        self.tx
+            .send(Message::Data(data.to_vec()))
+            .map_err(|_| "the standard output writer stopped".to_owned())
+    }
+
+    /// Waits until everything handed over is written and flushed.
+    pub fn flush(&self) -> Result<(), String> {
+        let (answer, result) = mpsc::sync_channel(1);
+        self.tx
+            .send(Message::Flush(answer))
+            .map_err(|_| "the standard output writer stopped".to_owned())?;
+        result
+            .recv()
+            .map_err(|_| "the standard output writer stopped".to_owned())?
+            .map_err(|e| format!("cannot write to standard output: {e}"))
+    }
+}

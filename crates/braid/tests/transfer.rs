@@ -1,0 +1,667 @@
+//! `braid send` and `braid recv` on loopback, no root: several paths are
+//! several UDP sockets on 127.0.0.1 (`--via 127.0.0.1` repeated). Every
+//! run is bounded (a child still running after its deadline is killed and
+//! the test fails), and every directory is removed at the end.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use braid_core::crypto::StaticKeypair;
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
+use sha2::{Digest, Sha256};
+
+/// Longest any one child may run.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A scratch directory, removed on drop (also when the test fails).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("braid-transfer-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("out")).unwrap();
+        Scratch(dir)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    fn out(&self) -> PathBuf {
+        self.0.join("out")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child killed on drop, so a failed assertion leaves no process behind.
+struct Running(Option<Child>);
+
+impl Running {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("running")
+    }
+
+    /// Waits up to [`DEADLINE`]; returns the exit code, stdout and stderr.
+    fn finish(mut self) -> (i32, Vec<u8>, String) {
+        let mut child = self.0.take().expect("running");
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut out = Vec::new();
+                let mut err = String::new();
+                if let Some(mut o) = child.stdout.take() {
+                    o.read_to_end(&mut out).unwrap();
+                }
+                if let Some(mut e) = child.stderr.take() {
+                    e.read_to_string(&mut err).unwrap();
+                }
+                return (status.code().unwrap_or(-1), out, err);
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("braid ran past {DEADLINE:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn braid(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_braid"));
+    c.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Writes a key file made from `seed`; returns it and its public key.
+fn key(dir: &Scratch, name: &str, seed: u64) -> (PathBuf, String) {
+    let pair = StaticKeypair::generate(&mut StdRng::seed_from_u64(seed));
+    let path = dir.path(name);
+    std::fs::write(&path, format!("{}\n", pair.private.to_base64())).unwrap();
+    (path, pair.public.to_base64())
+}
+
+fn random_file(path: &Path, len: usize, seed: u64) -> Vec<u8> {
+    let mut data = vec![0u8; len];
+    StdRng::seed_from_u64(seed).fill_bytes(&mut data);
+    std::fs::write(path, &data).unwrap();
+    data
+}
+
+fn sha256(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Starts `braid recv` on 127.0.0.1, port chosen by the kernel; returns it
+/// and the address it listens on (read from its first stderr line).
+fn start_recv(extra: &[&str], key: &Path, peer: &str) -> (Running, String, BufReader<ChildStderr>) {
+    start_recv_in(&[], "127.0.0.1:0", extra, key, peer)
+}
+
+/// [`start_recv`] after `prefix` (a `braid lab exec`), listening on `listen`.
+fn start_recv_in(
+    prefix: &[&str],
+    listen: &str,
+    extra: &[&str],
+    key: &Path,
+    peer: &str,
+) -> (Running, String, BufReader<ChildStderr>) {
+    let mut args = prefix.to_vec();
+    args.extend([
+        "recv",
+        "--listen",
+        listen,
+        "--key",
+        key.to_str().unwrap(),
+        "--peer",
+        peer,
+    ]);
+    args.extend_from_slice(extra);
+    let mut running = Running(Some(braid(&args).spawn().unwrap()));
+    let mut stderr = BufReader::new(running.child().stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("braid: listening on ")
+        .unwrap_or_else(|| panic!("first line of recv: {line:?}"))
+        .to_owned();
+    (running, addr, stderr)
+}
+
+fn rest(mut stderr: BufReader<ChildStderr>) -> String {
+    let mut s = String::new();
+    stderr.read_to_string(&mut s).unwrap();
+    s
+}
+
+fn json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(bytes)))
+}
+
+/// Names in `dir`, hidden ones included.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn files_over_three_loopback_paths_arrive_identical() {
+    let dir = Scratch::new("three");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let big = random_file(&dir.path("big.bin"), 6 << 20, 3);
+    let small = random_file(&dir.path("small.bin"), 1000, 4);
+    let empty = random_file(&dir.path("empty.bin"), 0, 5);
+    let out = dir.out();
+    let (recv, addr, recv_err) = start_recv(
+        &["--out", out.to_str().unwrap(), "--json"],
+        &recv_key,
+        &send_pub,
+    );
+    let files = ["big.bin", "small.bin", "empty.bin"].map(|f| dir.path(f));
+    let mut args = vec!["send"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.extend([
+        "--to",
+        &addr,
+        "--via",
+        "127.0.0.1",
+        "--via",
+        "127.0.0.1",
+        "--via",
+        "127.0.0.1",
+        "--key",
+    ]);
+    args.extend([send_key.to_str().unwrap(), "--peer", &recv_pub, "--json"]);
+    let (code, stdout, stderr) = Running(Some(braid(&args).spawn().unwrap())).finish();
+    assert_eq!(code, 0, "send: {stderr}");
+    let (rcode, rstdout, _) = recv.finish();
+    assert_eq!(rcode, 0, "recv: {}", rest(recv_err));
+
+    for (name, data) in [
+        ("big.bin", &big),
+        ("small.bin", &small),
+        ("empty.bin", &empty),
+    ] {
+        let got = std::fs::read(out.join(name)).unwrap();
+        assert_eq!(sha256(&got), sha256(data), "{name}");
+    }
+    assert_eq!(listing(&out), ["big.bin", "empty.bin", "small.bin"]);
+
+    let sent = json(&stdout);
+    let received = json(&rstdout);
+    assert_eq!(sent["ok"], true);
+    assert_eq!(received["ok"], true);
+    let total = (big.len() + small.len()) as u64;
+    assert_eq!(sent["bytes"], total);
+    assert_eq!(received["bytes"], total);
+    assert_eq!(sent["files"][0]["sha256"], sha256(&big));
+    assert_eq!(received["files"][0]["sha256"], sha256(&big));
+    let paths = sent["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 3);
+    for p in paths {
+        // Each path carried at least a share of the data (not just probes).
+        assert!(p["wire_bytes"].as_u64().unwrap() > 100_000, "{sent}");
+    }
+    assert!(sent["goodput_mbit_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_sender_with_a_key_the_receiver_does_not_know_gets_nothing_written() {
+    let dir = Scratch::new("wrongkey");
+    let (_, send_pub) = key(&dir, "send.key", 1);
+    let (stranger_key, _) = key(&dir, "stranger.key", 9);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    random_file(&dir.path("f.bin"), 100_000, 3);
+    let out = dir.out();
+    let (recv, addr, _) = start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
+    let started = Instant::now();
+    let (code, _, stderr) = Running(Some(
+        braid(&[
+            "send",
+            dir.path("f.bin").to_str().unwrap(),
+            "--to",
+            &addr,
+            "--via",
+            "127.0.0.1",
+            "--key",
+            stranger_key.to_str().unwrap(),
+            "--peer",
+            &recv_pub,
+            "--timeout",
+            "2",
+        ])
+        .spawn()
+        .unwrap(),
+    ))
+    .finish();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("no answer from"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    drop(recv);
+    assert!(listing(&out).is_empty(), "{:?}", listing(&out));
+}
+
+#[test]
+fn stdin_to_stdout_streams_and_verifies() {
+    let dir = Scratch::new("stdio");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let mut data = vec![0u8; 3 << 20];
+    StdRng::seed_from_u64(7).fill_bytes(&mut data);
+    let (mut recv, addr, recv_err) = start_recv(&["--stdout"], &recv_key, &send_pub);
+    // A slow reader: the receiver must keep the session alive meanwhile.
+    let mut recv_out = recv.child().stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match recv_out.read(&mut buf).unwrap() {
+                0 => return got,
+                n => got.extend_from_slice(&buf[..n]),
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let mut send = braid(&[
+        "send",
+        "-",
+        "--to",
+        &addr,
+        "--via",
+        "127.0.0.1",
+        "--via",
+        "127.0.0.1",
+        "--key",
+        send_key.to_str().unwrap(),
+        "--peer",
+        &recv_pub,
+    ]);
+    send.stdin(Stdio::piped());
+    let mut sender = Running(Some(send.spawn().unwrap()));
+    let mut stdin = sender.child().stdin.take().unwrap();
+    // Written in pieces with pauses: the sender streams what it has.
+    for piece in data.chunks(1 << 20) {
+        stdin.write_all(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(stdin);
+    let (code, _, stderr) = sender.finish();
+    assert_eq!(code, 0, "send: {stderr}");
+    let (rcode, _, _) = recv.finish();
+    assert_eq!(rcode, 0, "recv: {}", rest(recv_err));
+    let got = reader.join().unwrap();
+    assert_eq!(got.len(), data.len());
+    assert_eq!(sha256(&got), sha256(&data));
+}
+
+#[test]
+fn a_killed_sender_leaves_no_file_that_looks_complete() {
+    let dir = Scratch::new("killed");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let out = dir.out();
+    let (recv, addr, recv_err) = start_recv(
+        &["--out", out.to_str().unwrap(), "--timeout", "2"],
+        &recv_key,
+        &send_pub,
+    );
+    let mut send = braid(&[
+        "send",
+        "-",
+        "--to",
+        &addr,
+        "--via",
+        "127.0.0.1",
+        "--key",
+        send_key.to_str().unwrap(),
+        "--peer",
+        &recv_pub,
+    ]);
+    send.stdin(Stdio::piped());
+    let mut sender = Running(Some(send.spawn().unwrap()));
+    let mut stdin = sender.child().stdin.take().unwrap();
+    stdin.write_all(&vec![7u8; 500_000]).unwrap();
+    // The partial file exists while data arrives, under its partial name.
+    let start = Instant::now();
+    while !listing(&out).contains(&".stdin.braid-partial".to_owned()) {
+        assert!(start.elapsed() < Duration::from_secs(10), "no partial file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(sender); // killed, stdin still open: no end of the stream
+    drop(stdin);
+    let (rcode, _, _) = recv.finish();
+    let err = rest(recv_err);
+    assert_eq!(rcode, 1, "{err}");
+    assert!(err.contains("lost the sender"), "{err}");
+    assert!(listing(&out).is_empty(), "{:?}", listing(&out));
+}
+
+#[test]
+fn bad_arguments_exit_2_with_one_line() {
+    let dir = Scratch::new("badargs");
+    let (key_path, public) = key(&dir, "k.key", 1);
+    let k = key_path.to_str().unwrap();
+    let missing = dir.path("missing.bin");
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "send", "x", "--to", "no-port", "--key", k, "--peer", &public,
+        ],
+        vec![
+            "send",
+            "x",
+            "--to",
+            "127.0.0.1:9",
+            "--key",
+            k,
+            "--peer",
+            "not-a-key",
+        ],
+        vec![
+            "send",
+            missing.to_str().unwrap(),
+            "--to",
+            "127.0.0.1:9",
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
+        vec![
+            "send",
+            "-",
+            "x",
+            "--to",
+            "127.0.0.1:9",
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
+        vec![
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            missing.to_str().unwrap(),
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
+        vec![
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--stdout",
+            "--key",
+            "/nonexistent/key",
+            "--peer",
+            &public,
+        ],
+    ];
+    for args in cases {
+        let (code, _, stderr) = Running(Some(braid(&args).spawn().unwrap())).finish();
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("braid: error: "), "{args:?}: {stderr}");
+    }
+}
+
+/// A lab (root): removed on drop, pass or fail.
+struct Lab(&'static str);
+
+impl Lab {
+    fn up(name: &'static str, specs: &[&str]) -> Lab {
+        let _ = braid(&["lab", "down", "--name", name]).output();
+        let mut args = vec!["lab", "up", "--name", name, "--seed", "1"];
+        for spec in specs {
+            args.extend(["--path", spec]);
+        }
+        let out = braid(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "lab up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Lab(name)
+    }
+
+    fn exec(&self, side: &'static str) -> Vec<&'static str> {
+        vec![
+            "lab",
+            "exec",
+            "--name",
+            self.0,
+            side,
+            "--",
+            env!("CARGO_BIN_EXE_braid"),
+        ]
+    }
+
+    fn set(&self, path: &str, spec: &str) {
+        let out = braid(&["lab", "set", "--name", self.0, path, spec])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "lab set: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = braid(&["lab", "down", "--name", self.0]).output();
+    }
+}
+
+#[test]
+fn lab_a_file_crosses_loss_and_a_blackout_intact() {
+    if !braid_lab::root_guard::have_root_or_skip() {
+        return;
+    }
+    let dir = Scratch::new("lab");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let data = random_file(&dir.path("f.bin"), 4 << 20, 3);
+    let lab = Lab::up("sr-lab", &["8mbit,10ms,loss=1%", "2mbit,40ms"]);
+    let out = dir.out();
+    let (recv, _, recv_err) = start_recv_in(
+        &lab.exec("server"),
+        "198.19.0.1:47110",
+        &["--out", out.to_str().unwrap()],
+        &recv_key,
+        &send_pub,
+    );
+    let mut args = lab.exec("client");
+    let file = dir.path("f.bin");
+    // The lab routes packets from 198.18.i.2 over path i.
+    args.extend([
+        "send",
+        file.to_str().unwrap(),
+        "--to",
+        "198.19.0.1:47110",
+        "--via",
+        "198.18.1.2",
+        "--via",
+        "198.18.2.2",
+        "--key",
+        send_key.to_str().unwrap(),
+        "--peer",
+        &recv_pub,
+        "--json",
+    ]);
+    let sender = Running(Some(braid(&args).spawn().unwrap()));
+    // A 2-second blackout of the fast path in the middle of the transfer.
+    std::thread::sleep(Duration::from_millis(1500));
+    lab.set("p1", "8mbit,10ms,loss=100%");
+    std::thread::sleep(Duration::from_secs(2));
+    lab.set("p1", "8mbit,10ms,loss=1%");
+    let (code, stdout, stderr) = sender.finish();
+    assert_eq!(code, 0, "send: {stderr}");
+    let (rcode, _, _) = recv.finish();
+    assert_eq!(rcode, 0, "recv: {}", rest(recv_err));
+    assert_eq!(
+        sha256(&std::fs::read(out.join("f.bin")).unwrap()),
+        sha256(&data)
+    );
+    let sent = json(&stdout);
+    // Reported for the record (`cargo test -- --nocapture`), not asserted: a speed.
+    println!(
+        "lab transfer: {} Mbit/s over {} s, retransmitted {} bytes",
+        sent["goodput_mbit_s"], sent["seconds"], sent["retransmitted_bytes"]
+    );
+    assert!(
+        sent["retransmitted_bytes"].as_u64().unwrap() > 0,
+        "loss and a blackout cost resends"
+    );
+}
+
+#[test]
+fn root_a_full_disk_is_reported_on_both_sides_and_leaves_no_file() {
+    if !braid_lab::root_guard::have_root_or_skip() {
+        return;
+    }
+    let dir = Scratch::new("full");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    random_file(&dir.path("big.bin"), 3_000_000, 3);
+    let out = dir.out();
+    // A 1 MiB file system in a mount namespace of the receiver's own (gone
+    // when it exits); after braid, the shell lists what is left in it.
+    let script = format!(
+        "mount -t tmpfs -o size=1m tmpfs {out} || exit 99; \
+         {bin} recv --listen 127.0.0.1:0 --out {out} --key {key} --peer {peer}; rc=$?; \
+         echo left: $(ls -A {out}) >&2; exit $rc",
+        out = out.display(),
+        bin = env!("CARGO_BIN_EXE_braid"),
+        key = recv_key.display(),
+        peer = send_pub,
+    );
+    let mut recv_cmd = Command::new("unshare");
+    recv_cmd
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut recv = Running(Some(recv_cmd.spawn().unwrap()));
+    let mut recv_err = BufReader::new(recv.child().stderr.take().unwrap());
+    let mut line = String::new();
+    recv_err.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("braid: listening on ")
+        .unwrap_or_else(|| panic!("first line of recv: {line:?}"))
+        .to_owned();
+    let big = dir.path("big.bin");
+    let (code, _, stderr) = Running(Some(
+        braid(&[
+            "send",
+            big.to_str().unwrap(),
+            "--to",
+            &addr,
+            "--via",
+            "127.0.0.1",
+            "--key",
+            send_key.to_str().unwrap(),
+            "--peer",
+            &recv_pub,
+        ])
+        .spawn()
+        .unwrap(),
+    ))
+    .finish();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("refused by the receiver") && stderr.contains("No space left"),
+        "{stderr}"
+    );
+    let (rcode, _, _) = recv.finish();
+    let err = rest(recv_err);
+    assert_eq!(rcode, 1, "{err}");
+    assert!(err.contains("No space left"), "{err}");
+    assert!(
+        err.contains("left: \n") || err.trim_end().ends_with("left:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn lab_without_via_every_interface_is_a_path() {
+    if !braid_lab::root_guard::have_root_or_skip() {
+        return;
+    }
+    let dir = Scratch::new("lab-auto");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let data = random_file(&dir.path("f.bin"), 2 << 20, 3);
+    let lab = Lab::up("sr-auto", &["8mbit,10ms", "4mbit,20ms"]);
+    let out = dir.out();
+    let (recv, _, recv_err) = start_recv_in(
+        &lab.exec("server"),
+        "198.19.0.1:47111",
+        &["--out", out.to_str().unwrap()],
+        &recv_key,
+        &send_pub,
+    );
+    let mut args = lab.exec("client");
+    let file = dir.path("f.bin");
+    args.extend([
+        "send",
+        file.to_str().unwrap(),
+        "--to",
+        "198.19.0.1:47111",
+        "--key",
+        send_key.to_str().unwrap(),
+        "--peer",
+        &recv_pub,
+        "--json",
+    ]);
+    let (code, stdout, stderr) = Running(Some(braid(&args).spawn().unwrap())).finish();
+    assert_eq!(code, 0, "send: {stderr}");
+    let (rcode, _, _) = recv.finish();
+    assert_eq!(rcode, 0, "recv: {}", rest(recv_err));
+    assert_eq!(
+        sha256(&std::fs::read(out.join("f.bin")).unwrap()),
+        sha256(&data)
+    );
+    let sent = json(&stdout);
+    let paths = sent["paths"].as_array().unwrap();
+    let names: Vec<&str> = paths.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    // The lab's client namespace has lo, p1 and p2.
+    assert_eq!(names, ["p1", "p2"], "{sent}");
+    for p in paths {
+        assert!(p["wire_bytes"].as_u64().unwrap() > 200_000, "{sent}");
+    }
+}
