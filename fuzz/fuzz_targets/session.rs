@@ -91,6 +91,7 @@ fuzz_target!(|data: &[u8]| {
             },
             cost: 1.0,
             remote: SERVER.parse().unwrap(),
+            rate_limit_bps: None,
         })
         .collect();
     let mut client = Session::client(

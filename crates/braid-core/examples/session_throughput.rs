@@ -65,6 +65,7 @@ fn sessions() -> f64 {
                 role: PathRole::Primary,
                 cost: 1.0,
                 remote: server_addr,
+                rate_limit_bps: None,
             }],
             session: config,
         },

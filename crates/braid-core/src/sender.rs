@@ -223,6 +223,15 @@ impl Sender {
         self.queue_bytes + self.flows.bytes()
     }
 
+    /// Caps what path `path` sends at `bps` bits per second (`None`: no
+    /// cap), whatever its congestion controller allows. Out-of-range
+    /// paths are ignored.
+    pub fn set_rate_limit(&mut self, path: usize, bps: Option<u64>) {
+        if let Some(p) = self.paths.get_mut(path) {
+            p.set_rate_limit(bps);
+        }
+    }
+
     /// Restricts scheduling to `usable` paths (all paths by default). A
     /// path left out looks closed and stalled to the scheduler, and a
     /// decision naming it goes to the usable path with the smallest RTT

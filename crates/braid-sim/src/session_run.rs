@@ -176,6 +176,7 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
                 role: p.role,
                 cost: p.cost,
                 remote: SERVER_ADDR.parse().expect("valid address"),
+                rate_limit_bps: p.rate_limit_bps,
             })
             .collect(),
         session: config.clone(),

@@ -150,10 +150,10 @@ pub enum SimError {
     ReliableNeedsBulk,
     #[error("--cc names {given} controllers for {paths} paths")]
     CcCount { given: usize, paths: usize },
-    #[error("path {path}: role={role} {needs}")]
-    Role {
+    #[error("path {path}: {option} {needs}")]
+    PathOption {
         path: String,
-        role: &'static str,
+        option: &'static str,
         needs: &'static str,
     },
     #[error("simulation made no progress at t={0:?} (a timer that never clears)")]
@@ -265,19 +265,26 @@ pub(crate) fn build_links(s: &Scenario, master: &mut ChaCha8Rng) -> Vec<(Link, L
 }
 
 /// Backup paths need the session's path liveness (a plain sender has
-/// none), and the reliable stream schedules by its own rule.
-fn check_roles(s: &Scenario) -> Result<(), SimError> {
+/// none), and the reliable stream schedules and paces by its own rules.
+fn check_path_options(s: &Scenario) -> Result<(), SimError> {
     for (i, p) in s.paths.iter().enumerate() {
+        if p.rate_limit_bps.is_some() && s.mode == Mode::Reliable {
+            return Err(SimError::PathOption {
+                path: p.name_or_default(i),
+                option: "rate_limit",
+                needs: "is for datagram runs",
+            });
+        }
         let (role, needs) = match (p.role, s.mode, s.session.is_some()) {
             (PathRole::Primary, _, _) => continue,
-            (PathRole::Overflow, Mode::Reliable, _) => ("overflow", "is for datagram runs"),
-            (PathRole::Backup, Mode::Reliable, _) => ("backup", "is for datagram runs"),
-            (PathRole::Backup, Mode::Datagram, false) => ("backup", "needs --session"),
+            (PathRole::Overflow, Mode::Reliable, _) => ("role=overflow", "is for datagram runs"),
+            (PathRole::Backup, Mode::Reliable, _) => ("role=backup", "is for datagram runs"),
+            (PathRole::Backup, Mode::Datagram, false) => ("role=backup", "needs --session"),
             _ => continue,
         };
-        return Err(SimError::Role {
+        return Err(SimError::PathOption {
             path: p.name_or_default(i),
-            role,
+            option: role,
             needs,
         });
     }
@@ -294,7 +301,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             paths: s.paths.len(),
         });
     }
-    check_roles(s)?;
+    check_path_options(s)?;
     let bulk = matches!(s.traffic, TrafficSpec::Bulk { .. });
     match s.mode {
         Mode::Reliable if !bulk => return Err(SimError::ReliableNeedsBulk),
@@ -354,6 +361,9 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     sender_cfg.scheduler = s.scheduler.clone();
     sender_cfg.cc = s.cc;
     let mut sender = Sender::new(sender_cfg)?;
+    for (i, p) in s.paths.iter().enumerate() {
+        sender.set_rate_limit(i, p.rate_limit_bps);
+    }
     let mut receiver_cfg = ReceiverConfig::new(s.paths.len());
     receiver_cfg.report_interval = sched::report_interval(&s.scheduler)?;
     receiver_cfg.reseq.mode = s.reseq_mode;

@@ -6,6 +6,7 @@
 //! keys: jitter=DUR  loss=PCT  ge=P_GB:P_BG[:LOSS_BAD]  queue=DUR|PKTS
 //!       blackout=START+LEN (repeatable)  cost=X  name=NAME
 //!       role=primary|overflow|backup (how the bond uses the path)
+//!       rate_limit=RATE (braid never sends faster on the path)
 //!       weight_throughput=W  weight_cost=W (BATCP's per-path weights, summing to 1)
 //! ```
 //!
@@ -61,7 +62,7 @@ pub enum SpecError {
     Name(String),
     #[error("bad role {0:?}: expected primary, overflow or backup")]
     Role(String),
-    #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, weight_throughput, weight_cost, name, role)")]
+    #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, weight_throughput, weight_cost, name, role, rate_limit)")]
     UnknownKey(String),
     #[error("{0} given twice")]
     Duplicate(&'static str),
@@ -141,6 +142,9 @@ pub struct PathSpec {
     pub weight_throughput: Option<f64>,
     /// How the bond uses the path (default primary).
     pub role: PathRole,
+    /// braid's own cap on what it sends on the path (client to server),
+    /// bits per second; the link's capacity stays as given.
+    pub rate_limit_bps: Option<u64>,
 }
 
 impl PathSpec {
@@ -240,6 +244,7 @@ impl PathSpec {
         let mut down = LinkSpec::new(cap_down, parse_duration(dd)?);
         let mut name = None;
         let mut role = PathRole::Primary;
+        let mut rate_limit_bps = None;
         let mut cost = None;
         let mut weight_throughput = None;
         let mut weight_cost = None;
@@ -259,6 +264,7 @@ impl PathSpec {
                 "weight_cost" => "weight_cost",
                 "name" => "name",
                 "role" => "role",
+                "rate_limit" => "rate_limit",
                 "blackout" => "blackout",
                 other => return Err(SpecError::UnknownKey(other.to_owned())),
             };
@@ -320,6 +326,7 @@ impl PathSpec {
                     }
                     name = Some(value.to_owned());
                 }
+                "rate_limit" => rate_limit_bps = Some(parse_rate(value)?),
                 "role" => {
                     role = match value {
                         "primary" => PathRole::Primary,
@@ -348,6 +355,7 @@ impl PathSpec {
             cost: cost.unwrap_or(1.0),
             weight_throughput,
             role,
+            rate_limit_bps,
         })
     }
 }
@@ -675,6 +683,18 @@ mod tests {
         let e = role("8mbit,10ms,role=spare").unwrap_err().to_string();
         assert!(e.contains("primary, overflow or backup"), "{e}");
         assert!(role("8mbit,10ms,role=backup,role=primary").is_err());
+    }
+
+    #[test]
+    fn rate_limit_is_a_rate() {
+        let limit = |s: &str| PathSpec::parse_with(s, no_traces).map(|p| p.rate_limit_bps);
+        assert_eq!(limit("8mbit,10ms").unwrap(), None);
+        assert_eq!(
+            limit("8mbit,10ms,rate_limit=2mbit").unwrap(),
+            Some(2_000_000)
+        );
+        assert!(limit("8mbit,10ms,rate_limit=2mbps").is_err());
+        assert!(limit("8mbit,10ms,rate_limit=0").is_err());
     }
 
     #[test]

@@ -318,3 +318,17 @@ fn overflow_path_carries_only_what_the_primary_cannot() {
     assert!(lte > 4_000_000.0, "overflow path sent {lte} bit/s");
     assert!(r.loss_rate <= 0.02, "{}", r.loss_rate);
 }
+
+#[test]
+fn a_rate_limit_caps_what_the_client_sends_on_a_path() {
+    let paths = ["10mbit,10ms", "10mbit,20ms,rate_limit=2mbit"];
+    let r = run(&scenario(&paths, "cbr:110%", 6, SessionSpec::default())).unwrap();
+    // Data the sender paced onto the limited path, IP bytes per second.
+    let limited = r.paths[1].sender.sent_bytes as f64 * 8.0 / 6.0;
+    assert!(
+        (1_800_000.0..=2_000_000.0).contains(&limited),
+        "limited path sent {limited} bit/s"
+    );
+    // The other path takes the rest.
+    assert!(r.paths[0].utilization >= 0.95, "{}", r.paths[0].utilization);
+}

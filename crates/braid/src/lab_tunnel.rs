@@ -78,6 +78,9 @@ pub fn start(status: &LabStatus) -> Result<(), LabError> {
             path.layout.client_addr,
             spec.role.name()
         );
+        if let Some(bps) = spec.rate_limit_bps {
+            client_toml += &format!("rate_limit = \"{bps}bit\"\n");
+        }
     }
     for (side, text) in [("server", server_toml), ("client", client_toml)] {
         std::fs::write(dir.join(format!("{side}.toml")), text)

@@ -92,6 +92,8 @@ pub struct PathSender {
     /// for one still counts as delivered and measures the round trip.
     first_live_pseq: u64,
     pub liveness: Liveness,
+    /// Never send faster than this (a user's rate limit), bits per second.
+    rate_limit_bps: Option<f64>,
     pub counters: PathCounters,
 }
 
@@ -123,8 +125,32 @@ impl PathSender {
             last_progress: Instant::ZERO,
             first_live_pseq: 0,
             liveness: Liveness::default(),
+            rate_limit_bps: None,
             counters: PathCounters::default(),
         }
+    }
+
+    /// Caps the path's sending rate (pacing and the rate schedulers see)
+    /// at `bps`, whatever the congestion controller would allow.
+    pub fn set_rate_limit(&mut self, bps: Option<u64>) {
+        self.rate_limit_bps = bps.filter(|b| *b > 0).map(|b| b as f64);
+    }
+
+    /// How long after a packet of `bytes` the next may leave: the
+    /// controller's pacing, or the rate limit's, whichever is longer
+    /// (`bytes` are IP packet bytes, as a link's rate counts them).
+    fn pacing_gap(&self, bytes: u64) -> Option<Duration> {
+        let cc = self
+            .cc
+            .pacing_rate_bps()
+            .filter(|r| *r > 0.0)
+            .map(|r| bytes as f64 * 8.0 / r);
+        let limit = self.rate_limit_bps.map(|l| bytes as f64 * 8.0 / l);
+        let gap = match (cc, limit) {
+            (Some(c), Some(l)) => c.max(l),
+            (c, l) => c.or(l)?,
+        };
+        Some(Duration::from_secs_f64(gap))
     }
 
     pub fn cc(&self) -> &dyn Controller {
@@ -173,8 +199,7 @@ impl PathSender {
         self.counters.sent_packets += 1;
         self.counters.sent_bytes += bytes;
         self.cc.on_sent(now, bytes, self.bytes_in_flight);
-        if let Some(rate) = self.cc.pacing_rate_bps().filter(|r| *r > 0.0) {
-            let gap = Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
+        if let Some(gap) = self.pacing_gap(bytes) {
             let earliest = Instant::from_nanos(
                 now.as_nanos()
                     .saturating_sub(PACING_CREDIT.as_nanos() as u64),
@@ -415,10 +440,16 @@ impl PathSender {
     }
 
     /// Bandwidth estimate for schedulers: the controller's, else the Kalman filter's.
+    /// Capped by the rate limit.
     pub fn bandwidth_bps(&self) -> Option<f64> {
-        self.cc
+        let estimate = self
+            .cc
             .bandwidth_bps(self.rtt.srtt())
-            .or_else(|| self.kalman.estimate_bps())
+            .or_else(|| self.kalman.estimate_bps());
+        match (estimate, self.rate_limit_bps) {
+            (Some(e), Some(l)) => Some(e.min(l)),
+            (e, _) => e,
+        }
     }
 }
 
@@ -445,6 +476,36 @@ mod tests {
             PathSender::widen_pseq(u32::MAX, (1 << 32) + 3),
             u64::from(u32::MAX)
         );
+    }
+
+    #[test]
+    fn a_rate_limit_spaces_packets() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        // CCID2 does not pace: without a limit, packets may leave at once.
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        p.on_sent(t0, 0, 1250, false);
+        assert!(p.can_send(t0, 1250));
+        // 1,250 bytes at 1 Mbit/s: 10 ms apart, less the pacer's credit
+        // for a late wake-up after an idle path.
+        let ms = Duration::from_millis;
+        p.set_rate_limit(Some(1_000_000));
+        p.on_sent(t0, 1, 1250, false);
+        let ready = t0 + (ms(10) - PACING_CREDIT);
+        assert_eq!(p.pacing_ready_at(), ready);
+        assert!(!p.can_send(t0 + (ms(9) - PACING_CREDIT), 1250));
+        assert!(p.can_send(ready, 1250));
+        // A packet sent before its time still takes its gap after the
+        // previous one's.
+        p.on_sent(t0 + ms(4), 2, 1250, false);
+        assert_eq!(p.pacing_ready_at(), ready + ms(10));
+        // BBR paces faster than the limit at start: the limit wins.
+        let mut p = PathSender::new(0, 1.0, crate::cc::CcKind::Bbr.build());
+        p.set_rate_limit(Some(1_000_000));
+        p.on_sent(t0, 0, 1250, false);
+        assert_eq!(p.pacing_ready_at(), ready);
+        p.set_rate_limit(None);
+        p.on_sent(ready, 1, 1250, false);
+        assert!(p.pacing_ready_at() < ready + ms(10));
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub struct PathConfig {
     pub cost: f64,
     /// Where the client sends this path's packets (the server's address).
     pub remote: SocketAddr,
+    /// Never send faster than this on the path, bits per second: a limit
+    /// on the client's direction (what it sends), below the link's rate.
+    pub rate_limit_bps: Option<u64>,
 }
 
 /// Timers and limits shared by both ends.

@@ -275,7 +275,10 @@ impl Session {
             .iter()
             .map(|p| Path::new(p.name.clone(), p.role, p.cost, Some(p.remote)))
             .collect();
-        let (sender, receiver) = build_streams(&config.session, &paths)?;
+        let (mut sender, receiver) = build_streams(&config.session, &paths)?;
+        for (i, p) in config.paths.iter().enumerate() {
+            sender.set_rate_limit(i, p.rate_limit_bps);
+        }
         let role = Role::Client(Box::new(ClientState {
             local: config.local,
             server: config.server,

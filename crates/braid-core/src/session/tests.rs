@@ -70,6 +70,7 @@ fn client_config(client: &StaticKeypair, server: &PublicKey, delays: &[u64]) -> 
                 role: PathRole::Primary,
                 cost: 1.0,
                 remote: addr(SERVER),
+                rate_limit_bps: None,
             })
             .collect(),
         session: SessionConfig::default(),

@@ -65,9 +65,6 @@ fn refuse_unsupported(file: &std::path::Path, config: &ClientConfig) -> Result<(
     }
     for path in &config.paths {
         let p = path.get_ref();
-        if p.rate_limit.is_some() {
-            return refuse(&format!("path {:?}: rate_limit", p.display_name()));
-        }
         if p.data_cap.is_some() {
             return refuse(&format!("path {:?}: data_cap", p.display_name()));
         }
@@ -102,6 +99,7 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
             role: core_role(p.role),
             cost: p.cost_weight.as_ref().map_or(0.0, |w| *w.get_ref()),
             remote: endpoint,
+            rate_limit_bps: p.rate_limit.as_ref().map(|r| r.bps),
         });
     }
     let mtu = config

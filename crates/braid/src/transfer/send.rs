@@ -311,6 +311,7 @@ async fn transfer(
             role: PathRole::Primary,
             cost: 0.0,
             remote,
+            rate_limit_bps: None,
         });
     }
     let session = Session::client(
