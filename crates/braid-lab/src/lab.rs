@@ -296,6 +296,25 @@ pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, 
     Ok(cmd)
 }
 
+/// Runs `f` on a thread inside the namespace of `side`; sockets it makes
+/// stay there when handed back.
+pub fn run_in<T: Send>(
+    name: &str,
+    side: Side,
+    f: impl FnOnce() -> Result<T, LabError> + Send,
+) -> Result<T, LabError> {
+    let layout = LabLayout::new(name)?;
+    require_root()?;
+    let ns = match side {
+        Side::Client => layout.ns_client(),
+        Side::Server => layout.ns_server(),
+    };
+    if !netns::exists(&ns) {
+        return Err(LabError::NoSuchLab(layout.name));
+    }
+    netns::run_in(&ns, f)
+}
+
 /// Removes the lab: emulator, processes in its namespaces, namespaces (and
 /// with them every link), state. Works on a half-made or crashed lab too.
 /// Returns what was removed; empty when there was no such lab.

@@ -72,7 +72,7 @@ mod topology;
 
 pub use error::LabError;
 pub use lab::{
-    down, emulator_pid, exec_command, set, status, up, EmulatorProgram, LabStatus, PathReport,
-    Side, UpOptions,
+    down, emulator_pid, exec_command, run_in, set, status, up, EmulatorProgram, LabStatus,
+    PathReport, Side, UpOptions,
 };
 pub use status_text::render_status;

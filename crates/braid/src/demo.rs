@@ -1,6 +1,8 @@
-//! `braid demo`: braid's main job on an embedded example, no network needed.
-//! A DSL line and a lossy, jittery LTE link are bonded in the simulator and
-//! compared with each line used alone, every figure explained below it.
+//! `braid demo`: braid's main job on an embedded example, no second line
+//! needed. As root, the real tunnel in `braid lab` (see `demo_lab`);
+//! otherwise, or with `--simulated`, a DSL line and a lossy, jittery LTE
+//! link are bonded in the simulator and compared with each line used
+//! alone, every figure explained below it.
 
 use std::fmt::Write;
 
@@ -15,12 +17,19 @@ use crate::Failure;
 const DSL: &str = "20mbit,8ms,name=dsl";
 const LTE: &str = "30mbit,25ms,jitter=4ms,loss=0.5%,name=lte";
 
+/// As root, braid's real tunnel in `braid lab`: a TCP upload over an
+/// emulated DSL and LTE line, each alone and bonded, one cut midway.
+/// Otherwise (or with --simulated) the same lines in the simulator.
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
-    /// Simulated seconds per run
-    #[arg(long, default_value_t = 20)]
-    pub seconds: u64,
-    /// Also draw the bonded run to a PNG
+    /// Seconds per run: the bonded upload in the lab (default 12, from 6
+    /// to 120), each simulated run otherwise (default 20)
+    #[arg(long)]
+    pub seconds: Option<u64>,
+    /// Run the simulated demo even as root
+    #[arg(long)]
+    pub simulated: bool,
+    /// Also draw the bonded run to a PNG (simulated demo only)
     #[arg(long, value_name = "FILE.png")]
     pub plot: Option<std::path::PathBuf>,
 }
@@ -46,7 +55,28 @@ Each run offers 10 % more than its lines can carry, so some datagrams must go:
 ";
 
 pub fn run(args: &DemoArgs) -> Result<(), Failure> {
-    if args.seconds == 0 || args.seconds > MAX_DURATION_S {
+    let lab = if args.simulated || args.plot.is_some() {
+        None
+    } else {
+        Some(crate::demo_lab::available())
+    };
+    let why_simulated = match lab {
+        Some(Ok(())) => {
+            let secs = args.seconds.unwrap_or(12);
+            if !(6..=120).contains(&secs) {
+                return Err(Failure::Usage(
+                    "--seconds must be from 6 to 120 for the lab demo (or add --simulated)".into(),
+                ));
+            }
+            return crate::demo_lab::run(secs);
+        }
+        Some(Err(why)) => format!(
+            "({why}, so simulated lines; as root, braid demo runs braid's real tunnel in braid lab)\n"
+        ),
+        None => String::new(),
+    };
+    let seconds = args.seconds.unwrap_or(20);
+    if seconds == 0 || seconds > MAX_DURATION_S {
         return Err(Failure::Usage(format!(
             "--seconds must be from 1 to {MAX_DURATION_S}"
         )));
@@ -57,11 +87,11 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     let parse = |s: &str| PathSpec::parse(s).map_err(|e| Failure::Runtime(e.to_string()));
     let (dsl, lte) = (parse(DSL)?, parse(LTE)?);
     crate::write_stdout(&format!(
-        "braid demo: an upload over two simulated lines, {} s each run:\n  \
+        "braid demo: an upload over two simulated lines, {} s each run:\n{why_simulated}  \
          dsl  {DSL:<42} 20 Mbit/s, 8 ms one way, no loss\n  \
          lte  {LTE:<42} 30 Mbit/s, 25 ms one way + 0-4 ms jitter, 0.5 % random loss\n\n\
          {:<17} {:>13} {:>13} {:>13} {:>10} {:>10} {:>11} {:>17}\n",
-        args.seconds,
+        seconds,
         "run",
         "ideal goodput",
         "goodput",
@@ -82,7 +112,7 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
         ("braid: dsl + lte", vec![dsl, lte]),
     ] {
         let mut s = Scenario::new(paths);
-        s.duration = std::time::Duration::from_secs(args.seconds);
+        s.duration = std::time::Duration::from_secs(seconds);
         let r = simulate(&s)?;
         crate::write_stdout(&row(label, &r))?;
         bonded = Some(r);

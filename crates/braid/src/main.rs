@@ -9,6 +9,7 @@ mod bench;
 mod config;
 mod daemon;
 mod demo;
+mod demo_lab;
 mod keys_cmd;
 mod lab_cmd;
 mod lab_tunnel;

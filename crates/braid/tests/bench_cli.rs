@@ -72,7 +72,7 @@ fn bench_table_and_demo_run() {
         text.contains("capacity") && text.contains("goodput") && text.contains("p1"),
         "{text}"
     );
-    let out = braid(&["demo", "--seconds", "2"]);
+    let out = braid(&["demo", "--simulated", "--seconds", "2"]);
     assert!(
         out.status.success(),
         "{}",
@@ -199,7 +199,7 @@ fn runs_out_of_proportion_are_refused_before_they_start() {
     ] {
         assert_usage_error(&braid_within(args, limit), "events", &args[..3]);
     }
-    let demo = ["demo", "--seconds", "99999999999"];
+    let demo = ["demo", "--simulated", "--seconds", "99999999999"];
     assert_usage_error(&braid_within(&demo, limit), "--seconds", &demo);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -261,7 +261,7 @@ fn a_closed_pipe_ends_the_output_quietly() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
     let mut child = Command::new(env!("CARGO_BIN_EXE_braid"))
-        .args(["demo", "--seconds", "1"])
+        .args(["demo", "--simulated", "--seconds", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
