@@ -21,7 +21,7 @@ use braid_core::reseq::Delivery;
 use serde::Serialize;
 
 use crate::metrics::{Distribution, Percentiles};
-use crate::tcp::{Ack, TcpCounters, TcpReceiver, TcpSender, TCP_IP_HEADERS};
+use crate::tcp::{Ack, TcpCounters, TcpReceiver, TcpSender, MAX_SACK_BLOCKS, TCP_IP_HEADERS};
 use crate::traffic::{Source, TrafficSpec};
 
 /// Bytes of the tag at the start of every simulated datagram.
@@ -40,6 +40,63 @@ pub struct AckInFlight {
     pub source: usize,
     pub connection: usize,
     pub ack: Ack,
+}
+
+/// Bytes of an encoded ACK before its SACK blocks: source, connection,
+/// cumulative, echo, block count.
+const ACK_FIXED_BYTES: usize = 1 + 1 + 8 + 8 + 1;
+
+impl AckInFlight {
+    /// The flow id of the connection the ACK belongs to.
+    pub fn flow(&self) -> u64 {
+        flow_id(self.source, self.connection)
+    }
+
+    /// The ACK as an inner packet of its IP size, for a run that carries
+    /// ACKs through the tunnel's reverse direction.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.ack.ip_bytes());
+        out.push(self.source as u8);
+        out.push(self.connection as u8);
+        out.extend_from_slice(&self.ack.cumulative.to_be_bytes());
+        out.extend_from_slice(&self.ack.echo_nanos.to_be_bytes());
+        out.push(self.ack.sack.len() as u8);
+        for &(start, end) in &self.ack.sack {
+            out.extend_from_slice(&start.to_be_bytes());
+            out.extend_from_slice(&end.to_be_bytes());
+        }
+        // The SACK option's 8 bytes per block hold two 8-byte numbers here,
+        // so a full ACK is the longer one; the IP size wins when it is more.
+        let len = out.len().max(self.ack.ip_bytes());
+        out.resize(len, 0);
+        out
+    }
+
+    /// Reads what [`AckInFlight::encode`] wrote; `None` for anything else.
+    pub fn decode(bytes: &[u8]) -> Option<AckInFlight> {
+        let u64_at = |i: usize| -> Option<u64> {
+            Some(u64::from_be_bytes(bytes.get(i..i + 8)?.try_into().ok()?))
+        };
+        let blocks = usize::from(*bytes.get(ACK_FIXED_BYTES - 1)?);
+        if blocks > MAX_SACK_BLOCKS {
+            return None;
+        }
+        let sack = (0..blocks)
+            .map(|b| {
+                let at = ACK_FIXED_BYTES + 16 * b;
+                Some((u64_at(at)?, u64_at(at + 8)?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(AckInFlight {
+            source: usize::from(*bytes.first()?),
+            connection: usize::from(*bytes.get(1)?),
+            ack: Ack {
+                cumulative: u64_at(2)?,
+                echo_nanos: u64_at(10)?,
+                sack,
+            },
+        })
+    }
 }
 
 #[derive(Debug)]
