@@ -207,6 +207,7 @@ pub(crate) fn run(
     let ideal = s.ideal_goodput_bps();
     let mut flows = Flows::new(specs, ideal, s.payload_bytes, s.duration);
     let mut outgoing: Vec<Outgoing> = Vec::new();
+    let mut started = false;
     let mut metrics = Metrics::new(s);
     let mut events = Events::default();
     let mut records = Vec::new();
@@ -219,7 +220,10 @@ pub(crate) fn run(
     let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
 
     loop {
-        let t_source = flows.next_event();
+        // Sources start once the tunnel is up, as an application would
+        // (a TCP connection opened before would lose its first window).
+        started |= client.is_connected();
+        let t_source = flows.next_event().filter(|_| started);
         let t_event = events.peek_time();
         let t_client = client
             .poll_timeout()
@@ -302,7 +306,9 @@ pub(crate) fn run(
             }
         }
         metrics.on_sender_state(now, client.sender());
-        flows.poll(now, |p| metrics.on_offered(p, now), &mut outgoing);
+        if started {
+            flows.poll(now, |p| metrics.on_offered(p, now), &mut outgoing);
+        }
         for o in outgoing.drain(..) {
             // Not connected yet or queue full: application loss, counted.
             let _ = client.send_flow(client_now, o.flow, o.payload);

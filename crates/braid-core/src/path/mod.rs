@@ -25,6 +25,12 @@ use crate::wire::AckFrame;
 /// (paths do not reorder internally, the threshold absorbs what little they do).
 const PACKET_THRESHOLD: u64 = 3;
 
+
+/// Lateness a paced sender may make up for by sending closer together
+/// (quinn's pacer allows bursts of about 2 ms of its rate). A daemon's
+/// timers fire up to about a millisecond late; this covers that with room.
+pub const PACING_CREDIT: Duration = Duration::from_millis(3);
+
 #[derive(Debug, Clone)]
 struct SentPacket {
     pseq: u64,
@@ -145,7 +151,8 @@ impl PathSender {
 
     /// Records a packet leaving on this path; returns its header fields.
     pub fn on_sent(&mut self, now: Instant, gseq: u64, bytes: u64, app_limited: bool) -> PathStamp {
-        if self.bytes_in_flight == 0 {
+        let idle = self.bytes_in_flight == 0;
+        if idle {
             // Idle restart: the rate sample must not span the idle period.
             self.first_sent_time = now;
             self.delivered_time = now;
@@ -169,7 +176,15 @@ impl PathSender {
         self.cc.on_sent(now, bytes, self.bytes_in_flight);
         if let Some(rate) = self.cc.pacing_rate_bps().filter(|r| *r > 0.0) {
             let gap = Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
-            self.next_send_time = self.next_send_time.max(now) + gap;
+            // A sender that woke late (a timer's granularity, a busy
+            // thread) may catch up on up to PACING_CREDIT of lateness:
+            // without it every late wake-up lowers the rate actually sent,
+            // the delivery rate the controller measures follows it down,
+            // and the pacing rate spirals down with it. After an idle
+            // period there is nothing to catch up on.
+            let credit = if idle { Duration::ZERO } else { PACING_CREDIT };
+            let earliest = Instant::from_duration(now.since_epoch().saturating_sub(credit));
+            self.next_send_time = self.next_send_time.max(earliest) + gap;
         }
         // 0 means "no usable hint": first packet, a gap too wide for 32
         // bits, or a number below the previous one on this path (the sender

@@ -55,6 +55,8 @@ struct Pair {
     server_sent: u64,
     /// Number of the next packet `exchange` sends each way.
     next_number: u32,
+    /// Longest datagram the client sent.
+    longest_to_server: usize,
 }
 
 fn client_config(client: &StaticKeypair, server: &PublicKey, delays: &[u64]) -> ClientConfig {
@@ -122,6 +124,7 @@ impl Pair {
             server_key: sk,
             server_sent: 0,
             next_number: 0,
+            longest_to_server: 0,
         }
     }
 
@@ -154,6 +157,9 @@ impl Pair {
     }
 
     fn launch(&mut self, path: usize, to_server: bool, bytes: Vec<u8>) {
+        if to_server {
+            self.longest_to_server = self.longest_to_server.max(bytes.len());
+        }
         let link = &self.links[path];
         if link.up {
             self.flights.push(Flight {
@@ -271,6 +277,31 @@ fn handshake_then_data_both_ways_in_order() {
     let server_stats = pair.server.session(pair.peer()).unwrap().stats(pair.now);
     assert!(server_stats.paths.iter().all(|p| p.state == PathState::Up));
     assert_eq!(stats.drops.total(), 0, "{:?}", stats.drops);
+}
+
+#[test]
+fn feedback_bundled_with_full_size_packets_stays_within_the_path_mtu() {
+    let mut pair = connected(&[10]);
+    let mtu = SessionConfig::default().tunnel_mtu;
+    // Full-size inner packets up while data comes down: the client has
+    // feedback to send with every one of them.
+    for i in 0..300u32 {
+        let mut full = tagged(0, i);
+        full.resize(mtu, 0);
+        let up = pair.client.send(pair.now, full);
+        let peer = pair.peer();
+        let down = pair.server.send(pair.now, peer, tagged(1, i));
+        assert_eq!((up, down), (Ok(()), Ok(())), "send {i}");
+        pair.run_for(ms(2));
+    }
+    pair.run_for(ms(200));
+    assert_eq!(pair.server_got.len(), 300);
+    assert_eq!(pair.client_got.len(), 300);
+    assert!(
+        pair.longest_to_server <= mtu + SESSION_OVERHEAD,
+        "a datagram of {} bytes, more than the tunnel MTU {mtu} + {SESSION_OVERHEAD}",
+        pair.longest_to_server
+    );
 }
 
 #[test]
