@@ -86,6 +86,8 @@ pub struct PathSender {
     delivered_time: Instant,
     first_sent_time: Instant,
     next_send_time: Instant,
+    /// Lateness pacing may make up for (see [`PACING_CREDIT`]).
+    pacing_credit: Duration,
     /// Last time this path showed life (an ack), for its timeout.
     last_progress: Instant,
     /// Packets numbered below this were declared lost by a silence; an ack
@@ -120,11 +122,21 @@ impl PathSender {
             delivered_time: Instant::ZERO,
             first_sent_time: Instant::ZERO,
             next_send_time: Instant::ZERO,
+            pacing_credit: Duration::ZERO,
             last_progress: Instant::ZERO,
             first_live_pseq: 0,
             liveness: Liveness::default(),
             counters: PathCounters::default(),
         }
+    }
+
+    /// Lets pacing make up for up to `credit` of lateness (none by
+    /// default). The datagram sender uses [`PACING_CREDIT`]; the reliable
+    /// stream's late binding reads the pacing time as "not before", which
+    /// a catch-up in the past would confuse, so it does not.
+    pub fn with_pacing_credit(mut self, credit: Duration) -> PathSender {
+        self.pacing_credit = credit;
+        self
     }
 
     pub fn cc(&self) -> &dyn Controller {
@@ -177,12 +189,16 @@ impl PathSender {
         if let Some(rate) = self.cc.pacing_rate_bps().filter(|r| *r > 0.0) {
             let gap = Duration::from_secs_f64(bytes as f64 * 8.0 / rate);
             // A sender that woke late (a timer's granularity, a busy
-            // thread) may catch up on up to PACING_CREDIT of lateness:
+            // thread) may catch up on up to its credit of lateness:
             // without it every late wake-up lowers the rate actually sent,
             // the delivery rate the controller measures follows it down,
             // and the pacing rate spirals down with it. After an idle
             // period there is nothing to catch up on.
-            let credit = if idle { Duration::ZERO } else { PACING_CREDIT };
+            let credit = if idle {
+                Duration::ZERO
+            } else {
+                self.pacing_credit
+            };
             let earliest = Instant::from_duration(now.since_epoch().saturating_sub(credit));
             self.next_send_time = self.next_send_time.max(earliest) + gap;
         }
