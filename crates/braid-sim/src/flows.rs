@@ -13,7 +13,9 @@
 //! down delay, as IP packets of their own size (headers, timestamps and
 //! SACK option) plus braid's per-datagram overhead, sharing that link with
 //! braid's feedback and subject to its loss, blackouts and queue; they are
-//! not scheduled by a second braid sender.
+//! not scheduled by a second braid sender. Runs through the tunnel session
+//! ([`crate::session_run`]) carry them instead as inner packets
+//! ([`AckInFlight::encode`]) through the server's session.
 
 use std::time::Duration;
 
@@ -374,5 +376,31 @@ impl Flows {
                 },
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ack_survives_its_encoding_and_garbage_is_refused() {
+        let a = AckInFlight {
+            source: 2,
+            connection: 7,
+            ack: Ack {
+                cumulative: 1_000_000,
+                sack: vec![(1_000_002, 1_000_005), (1_000_009, 1_000_010)],
+                echo_nanos: 123_456_789,
+            },
+        };
+        let bytes = a.encode();
+        assert_eq!(bytes.len(), a.ack.ip_bytes().max(19 + 2 * 16));
+        assert_eq!(AckInFlight::decode(&bytes), Some(a.clone()));
+        assert_eq!(AckInFlight::decode(&bytes[..20]), None);
+        let mut too_many = bytes.clone();
+        too_many[18] = (MAX_SACK_BLOCKS + 1) as u8;
+        assert_eq!(AckInFlight::decode(&too_many), None);
+        assert_eq!(AckInFlight::decode(&[]), None);
     }
 }
