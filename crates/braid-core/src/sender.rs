@@ -178,7 +178,8 @@ impl Sender {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                PathSender::new(i as u8, p.cost, config.cc.build()).with_pacing_credit(PACING_CREDIT)
+                PathSender::new(i as u8, p.cost, config.cc.build())
+                    .with_pacing_credit(PACING_CREDIT)
             })
             .collect();
         let last_gseq_on = vec![None; config.paths.len()];

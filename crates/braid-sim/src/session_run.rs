@@ -26,9 +26,9 @@ use rand::SeedableRng;
 use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
 use serde::Serialize;
 
+use crate::flows::{AckInFlight, Flows, Outgoing, TAG_BYTES};
 use crate::metrics::{Metrics, Report, SenderView};
 use crate::sim::{build_links, forward, Events, Hop, Scenario, SimError, DRAIN};
-use crate::flows::{AckInFlight, Flows, Outgoing, TAG_BYTES};
 use crate::traffic::TrafficSpec;
 
 /// Largest payload a session scenario may use: the tunnel MTU of a

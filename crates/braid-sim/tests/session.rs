@@ -321,7 +321,10 @@ fn one_tcp_flow_uses_both_paths_through_the_session() {
         let mut s = scenario(&paths, "tcp:cubic", 30, SessionSpec::default());
         s.payload_bytes = 1405;
         let r = run(&s).unwrap();
-        let tcp = r.flows[0].tcp.as_ref().expect("a TCP flow reports TCP figures");
+        let tcp = r.flows[0]
+            .tcp
+            .as_ref()
+            .expect("a TCP flow reports TCP figures");
         // The fastest path alone, less the tunnel's and TCP's headers.
         let fast_alone = fast_bps * tcp.mss as f64 / s.wire_bytes() as f64;
         eprintln!(

@@ -25,7 +25,6 @@ use crate::wire::AckFrame;
 /// (paths do not reorder internally, the threshold absorbs what little they do).
 const PACKET_THRESHOLD: u64 = 3;
 
-
 /// Lateness a paced sender may make up for by sending closer together
 /// (quinn's pacer allows bursts of about 2 ms of its rate). A daemon's
 /// timers fire up to about a millisecond late; this covers that with room.

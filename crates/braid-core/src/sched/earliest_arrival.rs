@@ -123,9 +123,8 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     // (a ping, a handshake) is otherwise priced at a fraction of its rate
     // and never given the load that would correct it.
     let backlog = ctx.backlog_bytes > ctx.packet_bytes;
-    let unmeasured = |p: &PathView| {
-        p.bandwidth_bps.is_none() || (backlog && p.kalman_bps.is_none())
-    };
+    let unmeasured =
+        |p: &PathView| p.bandwidth_bps.is_none() || (backlog && p.kalman_bps.is_none());
     if let Some(p) = paths().find(|p| p.can_send && unmeasured(p) && !p.suspect) {
         return Decision::Send(PathSet::one(p.index));
     }

@@ -396,10 +396,12 @@ impl Session {
         if packet.len() > self.config.tunnel_mtu {
             return Err(SessionSendError::TooLarge(packet.len()));
         }
-        self.sender.send_flow(now, flow, packet).map_err(|e| match e {
-            sender::SendError::QueueFull => SessionSendError::QueueFull,
-            sender::SendError::TooLarge(n) => SessionSendError::TooLarge(n),
-        })
+        self.sender
+            .send_flow(now, flow, packet)
+            .map_err(|e| match e {
+                sender::SendError::QueueFull => SessionSendError::QueueFull,
+                sender::SendError::TooLarge(n) => SessionSendError::TooLarge(n),
+            })
     }
 
     /// A datagram from the network. `path` is the client's path it came in

@@ -161,11 +161,7 @@ impl Core for Client {
     fn offer(&mut self, now: Instant, packet: &[u8]) {
         self.counters.tun_rx_packets += 1;
         let flow = inner_addr::flow_id(packet);
-        if self
-            .session
-            .send_flow(now, flow, packet.to_vec())
-            .is_err()
-        {
+        if self.session.send_flow(now, flow, packet.to_vec()).is_err() {
             // Not connected yet, too large or queue full: the session
             // counts what it refused; the daemon counts the total.
             self.counters.tun_rx_refused += 1;
