@@ -42,6 +42,8 @@ const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
 /// startup round trip costs a round trip of the offered load.
 const INITIAL_CWND: u64 = 64 * MSS;
 const MIN_CWND: u64 = 4 * MSS;
+/// Packets per round trip startup paces at least (Linux's initial window).
+const STARTUP_FLOOR_PACKETS: u64 = 10;
 /// Before the first RTT sample, pace as if the RTT were this.
 const INITIAL_RTT_GUESS: Duration = Duration::from_millis(10);
 
@@ -229,12 +231,24 @@ impl Controller for Bbr {
 
     fn pacing_rate_bps(&self) -> Option<f64> {
         let gain = self.pacing_gain();
+        let rtt = self
+            .min_rtt
+            .unwrap_or(INITIAL_RTT_GUESS)
+            .as_secs_f64()
+            .max(1e-4);
         Some(match self.max_bw.get() {
-            Some(bw) => gain * bw,
-            None => {
-                let rtt = self.min_rtt.unwrap_or(INITIAL_RTT_GUESS).as_secs_f64();
-                STARTUP_GAIN * INITIAL_CWND as f64 * 8.0 / rtt.max(1e-4)
+            // In startup the rate never falls below STARTUP_FLOOR_PACKETS
+            // per round trip, as Linux's BBR paces at least its initial
+            // window per round trip until it finds the path's bandwidth:
+            // an estimate made of a few app-limited packets (a ping before
+            // a transfer) would otherwise pace the transfer's first round
+            // trips at a fraction of the path, and the queue behind them
+            // goes stale.
+            Some(bw) if self.mode == Mode::Startup => {
+                (gain * bw).max(STARTUP_GAIN * (STARTUP_FLOOR_PACKETS * MSS) as f64 * 8.0 / rtt)
             }
+            Some(bw) => gain * bw,
+            None => STARTUP_GAIN * INITIAL_CWND as f64 * 8.0 / rtt,
         })
     }
 
