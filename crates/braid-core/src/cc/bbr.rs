@@ -30,11 +30,12 @@ const CYCLE_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
 /// overflows a link buffer of one BDP (the lab's and the simulator's
 /// default) whenever the bandwidth estimate runs high; every such drop is
 /// a loss for the TCP flows inside the tunnel, which then cut their
-/// windows and never grow them far enough to use a slower path. With 1.25,
-/// one TCP flow through the session gets 0.95 instead of 0.79 of the ideal
-/// on 8 + 2 Mbit/s (10/40 ms) and 0.90 instead of 0.59 on 10 + 10 Mbit/s
-/// (5/50 ms), 30 s simulated; CBR runs lose less after sending (1.2 % to
-/// 0.2 % on 64 + 60 Mbit/s, jitter 5 ms) with the same utilization.
+/// windows and never grow them far enough to use a slower path. Measured
+/// when 1.25 replaced 2: one TCP flow through the session got 0.95
+/// instead of 0.79 of the ideal on 8 + 2 Mbit/s (10/40 ms) and 0.90
+/// instead of 0.59 on 10 + 10 Mbit/s (5/50 ms), 30 s simulated; CBR runs
+/// lost less after sending (1.2 % to 0.2 % on 64 + 60 Mbit/s, jitter 5 ms)
+/// with the same utilization (BENCHMARKS.md, "Tunnel (lab)").
 pub const PROBE_BW_CWND_GAIN: f64 = 1.25;
 const BW_WINDOW_ROUNDS: u64 = 10;
 const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
