@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::cc::CcKind;
 use crate::fq::{FlowQueue, FqConfig};
-use crate::path::PathSender;
+use crate::path::{PathSender, PACING_CREDIT};
 use crate::sched::{
     self, Decision, PathInfo, PathSet, PathView, SchedContext, SchedError, Scheduler,
 };
@@ -177,7 +177,10 @@ impl Sender {
             .paths
             .iter()
             .enumerate()
-            .map(|(i, p)| PathSender::new(i as u8, p.cost, config.cc.build()))
+            .map(|(i, p)| {
+                PathSender::new(i as u8, p.cost, config.cc.build())
+                    .with_pacing_credit(PACING_CREDIT)
+            })
             .collect();
         let last_gseq_on = vec![None; config.paths.len()];
         let config_paths = config.paths.len();

@@ -13,7 +13,9 @@
 //! down delay, as IP packets of their own size (headers, timestamps and
 //! SACK option) plus braid's per-datagram overhead, sharing that link with
 //! braid's feedback and subject to its loss, blackouts and queue; they are
-//! not scheduled by a second braid sender.
+//! not scheduled by a second braid sender. Runs through the tunnel session
+//! ([`crate::session_run`]) carry them instead as inner packets
+//! ([`AckInFlight::encode`]) through the server's session.
 
 use std::time::Duration;
 
@@ -21,7 +23,7 @@ use braid_core::reseq::Delivery;
 use serde::Serialize;
 
 use crate::metrics::{Distribution, Percentiles};
-use crate::tcp::{Ack, TcpCounters, TcpReceiver, TcpSender, TCP_IP_HEADERS};
+use crate::tcp::{Ack, TcpCounters, TcpReceiver, TcpSender, MAX_SACK_BLOCKS, TCP_IP_HEADERS};
 use crate::traffic::{Source, TrafficSpec};
 
 /// Bytes of the tag at the start of every simulated datagram.
@@ -40,6 +42,63 @@ pub struct AckInFlight {
     pub source: usize,
     pub connection: usize,
     pub ack: Ack,
+}
+
+/// Bytes of an encoded ACK before its SACK blocks: source, connection,
+/// cumulative, echo, block count.
+const ACK_FIXED_BYTES: usize = 1 + 1 + 8 + 8 + 1;
+
+impl AckInFlight {
+    /// The flow id of the connection the ACK belongs to.
+    pub fn flow(&self) -> u64 {
+        flow_id(self.source, self.connection)
+    }
+
+    /// The ACK as an inner packet of its IP size, for a run that carries
+    /// ACKs through the tunnel's reverse direction.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.ack.ip_bytes());
+        out.push(self.source as u8);
+        out.push(self.connection as u8);
+        out.extend_from_slice(&self.ack.cumulative.to_be_bytes());
+        out.extend_from_slice(&self.ack.echo_nanos.to_be_bytes());
+        out.push(self.ack.sack.len() as u8);
+        for &(start, end) in &self.ack.sack {
+            out.extend_from_slice(&start.to_be_bytes());
+            out.extend_from_slice(&end.to_be_bytes());
+        }
+        // The SACK option's 8 bytes per block hold two 8-byte numbers here,
+        // so a full ACK is the longer one; the IP size wins when it is more.
+        let len = out.len().max(self.ack.ip_bytes());
+        out.resize(len, 0);
+        out
+    }
+
+    /// Reads what [`AckInFlight::encode`] wrote; `None` for anything else.
+    pub fn decode(bytes: &[u8]) -> Option<AckInFlight> {
+        let u64_at = |i: usize| -> Option<u64> {
+            Some(u64::from_be_bytes(bytes.get(i..i + 8)?.try_into().ok()?))
+        };
+        let blocks = usize::from(*bytes.get(ACK_FIXED_BYTES - 1)?);
+        if blocks > MAX_SACK_BLOCKS {
+            return None;
+        }
+        let sack = (0..blocks)
+            .map(|b| {
+                let at = ACK_FIXED_BYTES + 16 * b;
+                Some((u64_at(at)?, u64_at(at + 8)?))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(AckInFlight {
+            source: usize::from(*bytes.first()?),
+            connection: usize::from(*bytes.get(1)?),
+            ack: Ack {
+                cumulative: u64_at(2)?,
+                echo_nanos: u64_at(10)?,
+                sack,
+            },
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -317,5 +376,31 @@ impl Flows {
                 },
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ack_survives_its_encoding_and_garbage_is_refused() {
+        let a = AckInFlight {
+            source: 2,
+            connection: 7,
+            ack: Ack {
+                cumulative: 1_000_000,
+                sack: vec![(1_000_002, 1_000_005), (1_000_009, 1_000_010)],
+                echo_nanos: 123_456_789,
+            },
+        };
+        let bytes = a.encode();
+        assert_eq!(bytes.len(), a.ack.ip_bytes().max(19 + 2 * 16));
+        assert_eq!(AckInFlight::decode(&bytes), Some(a.clone()));
+        assert_eq!(AckInFlight::decode(&bytes[..20]), None);
+        let mut too_many = bytes.clone();
+        too_many[18] = (MAX_SACK_BLOCKS + 1) as u8;
+        assert_eq!(AckInFlight::decode(&too_many), None);
+        assert_eq!(AckInFlight::decode(&[]), None);
     }
 }

@@ -1,8 +1,11 @@
 //! A scenario run through the real tunnel session: a client
 //! [`Session`] and a server [`Endpoint`] (handshake, encryption, probes,
-//! path state, rekeying) over the same simulated links as [`crate::sim`].
-//! Traffic flows client to server; the server sends feedback, probe
-//! answers and handshake responses back. Keys and every random choice come
+//! path state, rekeying) over the same simulated links as [`crate::sim`],
+//! with the same traffic sources ([`Flows`]). Traffic flows client to
+//! server, each source (and TCP connection) its own flow in the send
+//! queue; the server sends feedback, probe answers and handshake responses
+//! back, and TCP ACKs as inner packets through its own session, as the
+//! real tunnel carries them. Keys and every random choice come
 //! from the scenario's seed, so runs are reproducible to the packet.
 //!
 //! Scripted incidents ([`SessionSpec`]): a NAT rebinding of a path (the
@@ -23,9 +26,10 @@ use rand::SeedableRng;
 use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
 use serde::Serialize;
 
+use crate::flows::{AckInFlight, Flows, Outgoing, TAG_BYTES};
 use crate::metrics::{Metrics, Report, SenderView};
 use crate::sim::{build_links, forward, Events, Hop, Scenario, SimError, DRAIN};
-use crate::traffic::Source;
+use crate::traffic::TrafficSpec;
 
 /// Largest payload a session scenario may use: the tunnel MTU of a
 /// 1500-byte IPv4 path.
@@ -145,12 +149,17 @@ fn endpoint(
     .expect("the scenario's session configuration is valid")
 }
 
-pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
-    if s.payload_bytes > MAX_SESSION_PAYLOAD || s.payload_bytes < crate::metrics::STAMP_BYTES {
+/// Runs `s` through the session with the checked sources `specs`.
+pub(crate) fn run(
+    s: &Scenario,
+    spec: &SessionSpec,
+    specs: &[(String, TrafficSpec)],
+) -> Result<Report, SimError> {
+    if s.payload_bytes > MAX_SESSION_PAYLOAD || s.payload_bytes < TAG_BYTES {
         return Err(SimError::Session(format!(
             "payload of {} bytes: must be {} to {MAX_SESSION_PAYLOAD} bytes (a 1500-byte packet less {} bytes of IP, UDP, tunnel and braid headers)",
             s.payload_bytes,
-            crate::metrics::STAMP_BYTES,
+            TAG_BYTES,
             1500 - MAX_SESSION_PAYLOAD
         )));
     }
@@ -194,7 +203,10 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
     let mut rebinds = rebinds.into_iter().peekable();
     let mut restart = spec.server_restart_at;
 
-    let mut source = Source::new(s.traffic.clone(), s.ideal_goodput_bps(), s.payload_bytes);
+    let ideal = s.ideal_goodput_bps();
+    let mut flows = Flows::new(specs, ideal, s.payload_bytes, s.duration);
+    let mut outgoing: Vec<Outgoing> = Vec::new();
+    let mut started = false;
     let mut metrics = Metrics::new(s);
     let mut events = Events::default();
     let mut records = Vec::new();
@@ -207,7 +219,10 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
     let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
 
     loop {
-        let t_source = Some(source.peek()).filter(|t| *t < s.duration);
+        // Sources start once the tunnel is up, as an application would
+        // (a TCP connection opened before would lose its first window).
+        started |= client.is_connected();
+        let t_source = flows.next_event().filter(|_| started);
         let t_event = events.peek_time();
         let t_client = client
             .poll_timeout()
@@ -249,11 +264,7 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
                 *g += 1;
             }
         } else if t_source == Some(now) {
-            source.next_send();
-            let mut payload = vec![0u8; s.payload_bytes];
-            metrics.on_offered(&mut payload, now);
-            // Not connected yet or queue full: application loss, counted.
-            let _ = client.send(client_now, payload);
+            // Sources are polled below, after every step.
         } else if t_event == Some(now) {
             let mut e = events.pop().expect("peeked");
             let path = usize::from(e.path);
@@ -267,7 +278,7 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
                     let _ =
                         client.handle_datagram(client_now, Some(e.path), server_addr, &mut e.data);
                 }
-                // Runs through the session carry no TCP sources (refused in `sim::run`).
+                // ACKs travel through the server's session here.
                 Hop::TcpAck => {}
             }
         } else {
@@ -279,6 +290,28 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
             }
         }
 
+        // Deliveries first: what they cause (ACKs, new segments) leaves in
+        // this step.
+        while let Some((peer, d)) = server.poll_deliver() {
+            metrics.on_delivered(&d, now);
+            if let Some(a) = flows.on_delivered(&d, now) {
+                // A full queue loses the ACK, as it would any inner packet.
+                let _ = server.send_flow(server_now, peer, a.flow(), a.encode());
+            }
+        }
+        while let Some(d) = client.poll_deliver() {
+            if let Some(a) = AckInFlight::decode(&d.payload) {
+                flows.on_ack(now, &a);
+            }
+        }
+        metrics.on_sender_state(now, client.sender());
+        if started {
+            flows.poll(now, |p| metrics.on_offered(p, now), &mut outgoing);
+        }
+        for o in outgoing.drain(..) {
+            // Not connected yet or queue full: application loss, counted.
+            let _ = client.send_flow(client_now, o.flow, o.payload);
+        }
         while let Some(t) = client.poll_transmit(client_now, &mut buf) {
             forward(
                 &mut links[usize::from(t.path)].0,
@@ -305,9 +338,6 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
                 );
             }
         }
-        while let Some(d) = server.poll_deliver() {
-            metrics.on_delivered(&d.1, now);
-        }
         while let Some(e) = client.poll_event() {
             records.push(record(now, Side::Client, e));
         }
@@ -325,6 +355,7 @@ pub fn run(s: &Scenario, spec: &SessionSpec) -> Result<Report, SimError> {
     server_drops.merge(&server_drops_before_restart);
     let view = SenderView::of(client.sender(), s.paths.len());
     let mut report = metrics.finish(s, &view, &reseq, &links);
+    report.flows = flows.report(ideal);
     report.session = Some(SessionReport {
         events: records,
         client_drops: drops_list(&client_stats.drops),

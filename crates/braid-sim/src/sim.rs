@@ -291,6 +291,23 @@ fn check_path_options(s: &Scenario) -> Result<(), SimError> {
     Ok(())
 }
 
+/// The run's traffic sources with their text, checked: TCP segments need
+/// room for their headers.
+pub(crate) fn traffic_specs(s: &Scenario) -> Result<Vec<(String, TrafficSpec)>, SimError> {
+    let specs: Vec<(String, TrafficSpec)> = std::iter::once(&s.traffic)
+        .chain(&s.more_traffic)
+        .map(|t| (t.to_string(), t.clone()))
+        .collect();
+    if specs
+        .iter()
+        .any(|(_, t)| matches!(t, TrafficSpec::Tcp { .. }))
+        && s.payload_bytes <= TCP_IP_HEADERS
+    {
+        return Err(SimError::TcpPayload(s.payload_bytes));
+    }
+    Ok(specs)
+}
+
 pub fn run(s: &Scenario) -> Result<Report, SimError> {
     if s.duration.is_zero() {
         return Err(SimError::Duration);
@@ -322,29 +339,14 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         Mode::Datagram => {}
     }
     if let Some(spec) = &s.session {
-        let tcp = |t: &TrafficSpec| matches!(t, TrafficSpec::Tcp { .. });
-        if tcp(&s.traffic) || !s.more_traffic.is_empty() {
-            return Err(SimError::Session(
-                "runs through the session take one cbr or ramp source for now".into(),
-            ));
-        }
+        let specs = traffic_specs(s)?;
         crate::budget::check(s)?;
-        return crate::session_run::run(s, spec);
+        return crate::session_run::run(s, spec, &specs);
     }
     if s.payload_bytes > braid_core::sender::MAX_DATAGRAM || s.payload_bytes < TAG_BYTES {
         return Err(SimError::Payload(s.payload_bytes));
     }
-    let specs: Vec<(String, TrafficSpec)> = std::iter::once(&s.traffic)
-        .chain(&s.more_traffic)
-        .map(|t| (t.to_string(), t.clone()))
-        .collect();
-    if specs
-        .iter()
-        .any(|(_, t)| matches!(t, TrafficSpec::Tcp { .. }))
-        && s.payload_bytes <= TCP_IP_HEADERS
-    {
-        return Err(SimError::TcpPayload(s.payload_bytes));
-    }
+    let specs = traffic_specs(s)?;
     crate::budget::check(s)?;
     let infos: Vec<PathInfo> = s
         .paths

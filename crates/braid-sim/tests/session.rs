@@ -332,3 +332,39 @@ fn a_rate_limit_caps_what_the_client_sends_on_a_path() {
     // The other path takes the rest.
     assert!(r.paths[0].utilization >= 0.95, "{}", r.paths[0].utilization);
 }
+
+/// One CUBIC flow through the session on the tunnel issue's two small lab
+/// sets, its ACKs coming back through the server's session. Before the
+/// pacing credit, the 1.25-BDP window cap of BBR's ProbeBW, and TCP
+/// traffic in session runs, this could not run (`--session` refused TCP);
+/// with the session's old 2-BDP cap it measured 0.79 and 0.59 of the ideal
+/// at 30 s. The bound is the issue's: at least 0.85 of the ideal here (the
+/// lab target is 0.90 of the sum of the paths), and never less than the
+/// fastest path alone could carry.
+#[test]
+fn one_tcp_flow_uses_both_paths_through_the_session() {
+    for (paths, fast_bps) in [
+        (["8mbit,10ms", "2mbit,40ms"], 8e6),
+        (["10mbit,5ms", "10mbit,50ms"], 10e6),
+    ] {
+        let mut s = scenario(&paths, "tcp:cubic", 30, SessionSpec::default());
+        s.payload_bytes = 1405;
+        let r = run(&s).unwrap();
+        let tcp = r.flows[0]
+            .tcp
+            .as_ref()
+            .expect("a TCP flow reports TCP figures");
+        // The fastest path alone, less the tunnel's and TCP's headers.
+        let fast_alone = fast_bps * tcp.mss as f64 / s.wire_bytes() as f64;
+        eprintln!(
+            "{paths:?}: TCP utilization {:.3}, goodput {:.2} Mbit/s, fastest path alone {:.2}",
+            tcp.utilization,
+            tcp.goodput_bps / 1e6,
+            fast_alone / 1e6
+        );
+        assert!(tcp.utilization >= 0.85, "{paths:?}: {:.3}", tcp.utilization);
+        assert!(tcp.goodput_bps > fast_alone, "{paths:?}");
+        // The slow path carried at least half its capacity.
+        assert!(r.paths[1].utilization > 0.5, "{paths:?}: {:?}", r.paths[1]);
+    }
+}

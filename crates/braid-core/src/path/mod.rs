@@ -24,12 +24,10 @@ use crate::wire::AckFrame;
 /// A packet is lost once this many later packets of its path are acked
 /// (paths do not reorder internally, the threshold absorbs what little they do).
 const PACKET_THRESHOLD: u64 = 3;
-/// Pacing credit a path keeps when its sender comes late: a real event
-/// loop's timers fire up to a millisecond late (tokio's resolution), and a
-/// pacer that forgot the time slept would send one packet per wake-up
-/// (about 12 Mbit/s with 1500-byte packets). Late by more than this, the
-/// path was idle and must not burst.
-const PACING_CREDIT: Duration = Duration::from_millis(2);
+/// Lateness a paced sender may make up for by sending closer together
+/// (quinn's pacer allows bursts of about 2 ms of its rate). A daemon's
+/// timers fire up to about a millisecond late; this covers that with room.
+pub const PACING_CREDIT: Duration = Duration::from_millis(3);
 
 #[derive(Debug, Clone)]
 struct SentPacket {
@@ -86,6 +84,8 @@ pub struct PathSender {
     delivered_time: Instant,
     first_sent_time: Instant,
     next_send_time: Instant,
+    /// Lateness pacing may make up for (see [`PACING_CREDIT`]).
+    pacing_credit: Duration,
     /// Last time this path showed life (an ack), for its timeout.
     last_progress: Instant,
     /// Packets numbered below this were declared lost by a silence; an ack
@@ -122,6 +122,7 @@ impl PathSender {
             delivered_time: Instant::ZERO,
             first_sent_time: Instant::ZERO,
             next_send_time: Instant::ZERO,
+            pacing_credit: Duration::ZERO,
             last_progress: Instant::ZERO,
             first_live_pseq: 0,
             liveness: Liveness::default(),
@@ -153,6 +154,15 @@ impl PathSender {
         Some(Duration::from_secs_f64(gap))
     }
 
+    /// Lets pacing make up for up to `credit` of lateness (none by
+    /// default). The datagram sender uses [`PACING_CREDIT`]; the reliable
+    /// stream's late binding reads the pacing time as "not before", which
+    /// a catch-up in the past would confuse, so it does not.
+    pub fn with_pacing_credit(mut self, credit: Duration) -> PathSender {
+        self.pacing_credit = credit;
+        self
+    }
+
     pub fn cc(&self) -> &dyn Controller {
         &*self.cc
     }
@@ -177,7 +187,8 @@ impl PathSender {
 
     /// Records a packet leaving on this path; returns its header fields.
     pub fn on_sent(&mut self, now: Instant, gseq: u64, bytes: u64, app_limited: bool) -> PathStamp {
-        if self.bytes_in_flight == 0 {
+        let idle = self.bytes_in_flight == 0;
+        if idle {
             // Idle restart: the rate sample must not span the idle period.
             self.first_sent_time = now;
             self.delivered_time = now;
@@ -200,10 +211,18 @@ impl PathSender {
         self.counters.sent_bytes += bytes;
         self.cc.on_sent(now, bytes, self.bytes_in_flight);
         if let Some(gap) = self.pacing_gap(bytes) {
-            let earliest = Instant::from_nanos(
-                now.as_nanos()
-                    .saturating_sub(PACING_CREDIT.as_nanos() as u64),
-            );
+            // A sender that woke late (a timer's granularity, a busy
+            // thread) may catch up on up to its credit of lateness:
+            // without it every late wake-up lowers the rate actually sent,
+            // the delivery rate the controller measures follows it down,
+            // and the pacing rate spirals down with it. After an idle
+            // period there is nothing to catch up on.
+            let credit = if idle {
+                Duration::ZERO
+            } else {
+                self.pacing_credit
+            };
+            let earliest = Instant::from_duration(now.since_epoch().saturating_sub(credit));
             self.next_send_time = self.next_send_time.max(earliest) + gap;
         }
         // 0 means "no usable hint": first packet, a gap too wide for 32
@@ -485,14 +504,13 @@ mod tests {
         let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
         p.on_sent(t0, 0, 1250, false);
         assert!(p.can_send(t0, 1250));
-        // 1,250 bytes at 1 Mbit/s: 10 ms apart, less the pacer's credit
-        // for a late wake-up after an idle path.
+        // 1,250 bytes at 1 Mbit/s: 10 ms apart.
         let ms = Duration::from_millis;
         p.set_rate_limit(Some(1_000_000));
         p.on_sent(t0, 1, 1250, false);
-        let ready = t0 + (ms(10) - PACING_CREDIT);
+        let ready = t0 + ms(10);
         assert_eq!(p.pacing_ready_at(), ready);
-        assert!(!p.can_send(t0 + (ms(9) - PACING_CREDIT), 1250));
+        assert!(!p.can_send(t0 + ms(9), 1250));
         assert!(p.can_send(ready, 1250));
         // A packet sent before its time still takes its gap after the
         // previous one's.

@@ -141,7 +141,15 @@ impl Tier {
 fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> Decision {
     let paths = || ctx.paths.iter().filter(|p| allowed(p));
     // A path with no rate estimate yet is tried as soon as it may send.
-    if let Some(p) = paths().find(|p| p.can_send && p.bandwidth_bps.is_none() && !p.suspect) {
+    // So is one whose estimate rests only on app-limited samples (no
+    // full-load sample, which is all `kalman_bps` takes) while more than
+    // this packet waits: a path whose first packets were a few small ones
+    // (a ping, a handshake) is otherwise priced at a fraction of its rate
+    // and never given the load that would correct it.
+    let backlog = ctx.backlog_bytes > ctx.packet_bytes;
+    let unmeasured =
+        |p: &PathView| p.bandwidth_bps.is_none() || (backlog && p.kalman_bps.is_none());
+    if let Some(p) = paths().find(|p| p.can_send && unmeasured(p) && !p.suspect) {
         return Decision::Send(PathSet::one(p.index));
     }
     // A down path (silent, see `path::Liveness`) gets only what the

@@ -270,15 +270,27 @@ impl Endpoint {
         }
     }
 
-    /// Offers an inner packet for client `peer`.
+    /// Offers an inner packet of flow 0 for client `peer`.
     pub fn send(
         &mut self,
         now: Instant,
         peer: PeerId,
         packet: Vec<u8>,
     ) -> Result<(), SessionSendError> {
+        self.send_flow(now, peer, 0, packet)
+    }
+
+    /// Offers an inner packet of flow `flow` for client `peer` (see
+    /// [`Session::send_flow`]).
+    pub fn send_flow(
+        &mut self,
+        now: Instant,
+        peer: PeerId,
+        flow: u64,
+        packet: Vec<u8>,
+    ) -> Result<(), SessionSendError> {
         match self.peers.get_mut(peer.0).and_then(|p| p.session.as_mut()) {
-            Some(s) => s.send(now, packet),
+            Some(s) => s.send_flow(now, flow, packet),
             None => Err(SessionSendError::NotConnected),
         }
     }

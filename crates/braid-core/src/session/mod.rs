@@ -381,8 +381,22 @@ impl Session {
         &self.receiver
     }
 
-    /// Offers an inner packet for the peer.
+    /// Offers an inner packet of flow 0 for the peer (see
+    /// [`Session::send_flow`]).
     pub fn send(&mut self, now: Instant, packet: Vec<u8>) -> Result<(), SessionSendError> {
+        self.send_flow(now, 0, packet)
+    }
+
+    /// Offers an inner packet of flow `flow` for the peer: an id the caller
+    /// derives from the packet (a hash of the inner 5-tuple), so that the
+    /// send queue keeps each flow's standing queue apart and fair
+    /// ([`Sender::send_flow`]). Packets of one flow keep their order.
+    pub fn send_flow(
+        &mut self,
+        now: Instant,
+        flow: u64,
+        packet: Vec<u8>,
+    ) -> Result<(), SessionSendError> {
         self.last_now = now;
         if self.keys.current.is_none() {
             self.drops.add(DropReason::NotConnected);
@@ -391,10 +405,12 @@ impl Session {
         if packet.len() > self.config.tunnel_mtu {
             return Err(SessionSendError::TooLarge(packet.len()));
         }
-        self.sender.send(now, packet).map_err(|e| match e {
-            sender::SendError::QueueFull => SessionSendError::QueueFull,
-            sender::SendError::TooLarge(n) => SessionSendError::TooLarge(n),
-        })
+        self.sender
+            .send_flow(now, flow, packet)
+            .map_err(|e| match e {
+                sender::SendError::QueueFull => SessionSendError::QueueFull,
+                sender::SendError::TooLarge(n) => SessionSendError::TooLarge(n),
+            })
     }
 
     /// A datagram from the network. `path` is the client's path it came in
@@ -705,9 +721,12 @@ impl Session {
         if let Some(t) = self.poll_stream_transmit(now, buf) {
             return Some(t);
         }
+        // A bundle is never larger than a data packet carrying a full
+        // tunnel-MTU inner packet: larger, it would exceed the path MTU
+        // and leave fragmented.
+        let room = self.config.tunnel_mtu + crate::wire::DATA_HEADER_LEN;
         while let Some(t) = self.sender.poll_transmit() {
             let body = &mut buf[TRANSPORT_HEADER_LEN..];
-            let room = MAX_DATAGRAM_LEN - TRANSPORT_OVERHEAD;
             let fb = self.feedback_out.iter().position(|f| {
                 f.path == t.path
                     && frame::BUNDLE_HEADER_LEN + f.data.len() + t.data.len() <= room

@@ -55,6 +55,8 @@ struct Pair {
     server_sent: u64,
     /// Number of the next packet `exchange` sends each way.
     next_number: u32,
+    /// Longest datagram the client sent.
+    longest_to_server: usize,
 }
 
 fn client_config(client: &StaticKeypair, server: &PublicKey, delays: &[u64]) -> ClientConfig {
@@ -123,6 +125,7 @@ impl Pair {
             server_key: sk,
             server_sent: 0,
             next_number: 0,
+            longest_to_server: 0,
         }
     }
 
@@ -155,6 +158,9 @@ impl Pair {
     }
 
     fn launch(&mut self, path: usize, to_server: bool, bytes: Vec<u8>) {
+        if to_server {
+            self.longest_to_server = self.longest_to_server.max(bytes.len());
+        }
         let link = &self.links[path];
         if link.up {
             self.flights.push(Flight {
@@ -272,6 +278,66 @@ fn handshake_then_data_both_ways_in_order() {
     let server_stats = pair.server.session(pair.peer()).unwrap().stats(pair.now);
     assert!(server_stats.paths.iter().all(|p| p.state == PathState::Up));
     assert_eq!(stats.drops.total(), 0, "{:?}", stats.drops);
+}
+
+impl Pair {
+    /// Runs like a daemon whose timers have a granularity of `tick`: every
+    /// tick, whatever arrived and whatever timer expired is handled, then
+    /// all output is flushed at once (so feedback and data leave together).
+    fn run_in_ticks(&mut self, d: Duration, tick: Duration) {
+        let until = self.now + d;
+        while self.now < until {
+            self.now += tick;
+            let (due, later) = std::mem::take(&mut self.flights)
+                .into_iter()
+                .partition(|f: &Flight| f.at <= self.now);
+            self.flights = later;
+            for mut f in due {
+                if f.to_server {
+                    let from = self.links[f.path].client_addr;
+                    let _ = self.server.handle_datagram(self.now, from, &mut f.bytes);
+                } else {
+                    let path = Some(f.path as u8);
+                    let _ = self
+                        .client
+                        .handle_datagram(self.now, path, addr(SERVER), &mut f.bytes);
+                }
+            }
+            if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.client.handle_timeout(self.now);
+            }
+            if self.server.poll_timeout().is_some_and(|t| t <= self.now) {
+                self.server.handle_timeout(self.now);
+            }
+            self.flush();
+        }
+    }
+}
+
+#[test]
+fn feedback_bundled_with_full_size_packets_stays_within_the_path_mtu() {
+    let mut pair = connected(&[10]);
+    let mtu = SessionConfig::default().tunnel_mtu;
+    // Full-size inner packets both ways, handled in 1-ms ticks: each side
+    // has feedback to send while full packets wait in its queue, and
+    // bundles the two.
+    for i in 0..300u32 {
+        let mut full = tagged(0, i);
+        full.resize(mtu, 0);
+        assert_eq!(pair.client.send(pair.now, full.clone()), Ok(()), "send {i}");
+        let peer = pair.peer();
+        full[0] = 1;
+        assert_eq!(pair.server.send(pair.now, peer, full), Ok(()));
+        pair.run_in_ticks(ms(1), ms(1));
+    }
+    pair.run_in_ticks(ms(500), ms(1));
+    assert_eq!(pair.server_got.len(), 300);
+    assert_eq!(pair.client_got.len(), 300);
+    assert!(
+        pair.longest_to_server <= mtu + SESSION_OVERHEAD,
+        "a datagram of {} bytes, more than the tunnel MTU {mtu} + {SESSION_OVERHEAD}",
+        pair.longest_to_server
+    );
 }
 
 #[test]

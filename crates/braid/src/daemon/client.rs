@@ -13,6 +13,7 @@ use tracing::{debug, info};
 
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
+use super::inner_addr;
 use super::{default_tunnel_mtu, os_seed, session_config, status_json, tun_config};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
@@ -157,7 +158,8 @@ impl Core for Client {
     /// An inner packet from the TUN device, offered to the session.
     fn offer(&mut self, now: Instant, packet: &[u8]) {
         self.counters.tun_rx_packets += 1;
-        if self.session.send(now, packet.to_vec()).is_err() {
+        let flow = inner_addr::flow_id(packet);
+        if self.session.send_flow(now, flow, packet.to_vec()).is_err() {
             // Not connected yet, too large or queue full: the session
             // counts what it refused; the daemon counts the total.
             self.counters.tun_rx_refused += 1;

@@ -18,7 +18,7 @@ use tracing::{debug, info};
 
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
-use super::inner_addr::addresses;
+use super::inner_addr::{addresses, flow_id};
 use super::{default_tunnel_mtu, os_seed, session_config, status_json, tun_config};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
@@ -201,7 +201,12 @@ impl Core for Server {
             self.counters.tun_rx_no_peer += 1;
             return;
         };
-        if self.endpoint.send(now, peer, packet.to_vec()).is_err() {
+        let flow = flow_id(packet);
+        if self
+            .endpoint
+            .send_flow(now, peer, flow, packet.to_vec())
+            .is_err()
+        {
             self.counters.tun_rx_refused += 1;
         }
     }
