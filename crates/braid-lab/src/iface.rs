@@ -1,5 +1,5 @@
 //! Per-interface settings that rtnetlink does not carry: the interface
-//! index by name, and offloads through the ethtool ioctl (`ethtool -K`
+//! index by name, whether it has carrier, and offloads through the ethtool ioctl (`ethtool -K`
 //! without the `ethtool` program).
 
 use std::ffi::c_char;
@@ -66,6 +66,18 @@ impl IfaceControl {
         // SAFETY: the kernel filled the union's ifindex member.
         let index = unsafe { req.ifr_ifru.ifru_ifindex };
         u32::try_from(index).map_err(|_| io::Error::other(format!("interface index {index}")))
+    }
+
+    /// Whether `name` is up and has carrier (`IFF_RUNNING`).
+    pub fn is_running(&self, name: &str) -> io::Result<bool> {
+        let mut req = Self::request(name)?;
+        // SAFETY: SIOCGIFFLAGS reads the name and writes the flags into `req`.
+        if unsafe { libc::ioctl(self.fd.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel filled the union's flags member.
+        let flags = i32::from(unsafe { req.ifr_ifru.ifru_flags });
+        Ok(flags & libc::IFF_RUNNING != 0 && flags & libc::IFF_UP != 0)
     }
 
     /// Switches off checksum offload on transmit, TSO, GSO and GRO on

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::control::{ask, DirectionStatus, EmulatorStatus, Request, Response};
 pub use crate::daemon::EmulatorProgram;
 use crate::layout::{LabLayout, PathLayout, MAX_PATHS, SERVER_ADDR};
+use crate::iface::IfaceControl;
 use crate::lock::LabLock;
 use crate::state::{parse_spec, LabConfig, Namespaces, PathConfig};
 use crate::{daemon, netns, topology, LabError};
@@ -174,7 +175,40 @@ fn create(
     let path_layouts: Vec<PathLayout> = config.paths.iter().map(|p| p.layout.clone()).collect();
     topology::build(layout, &path_layouts)?;
     daemon::spawn(emulator, &dir, &layout.log_file())?;
-    wait_for_emulator(layout)
+    wait_for_emulator(layout)?;
+    wait_for_carrier(layout, &path_layouts)
+}
+
+/// Waits until every path's interface in the client and server namespaces
+/// has carrier: a veth end reports none for a moment after its peer comes
+/// up, and a program started at once (`braid send` picking interfaces,
+/// a daemon binding one) would see the path as down.
+fn wait_for_carrier(layout: &LabLayout, paths: &[PathLayout]) -> Result<(), LabError> {
+    let deadline = Instant::now() + EMULATOR_START_TIMEOUT;
+    for ns in [layout.ns_client(), layout.ns_server()] {
+        loop {
+            let down = netns::run_in(&ns, || {
+                let control = IfaceControl::open().map_err(LabError::io("opening a socket"))?;
+                for p in paths {
+                    let running = control
+                        .is_running(&p.client_iface)
+                        .map_err(LabError::io(format!("reading {}", p.client_iface)))?;
+                    if !running {
+                        return Ok(Some(p.client_iface.clone()));
+                    }
+                }
+                Ok(None)
+            })?;
+            let Some(iface) = down else { break };
+            if Instant::now() > deadline {
+                return Err(LabError::io(format!("bringing up {iface} in {ns}"))(
+                    std::io::Error::other(format!("no carrier after {EMULATOR_START_TIMEOUT:?}")),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Ok(())
 }
 
 fn wait_for_emulator(layout: &LabLayout) -> Result<(), LabError> {
