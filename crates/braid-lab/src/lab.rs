@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::control::{ask, DirectionStatus, EmulatorStatus, Request, Response};
 pub use crate::daemon::EmulatorProgram;
-use crate::layout::{LabLayout, PathLayout, MAX_PATHS, SERVER_ADDR};
 use crate::iface::IfaceControl;
+use crate::layout::{LabLayout, PathLayout, MAX_PATHS, SERVER_ADDR};
 use crate::lock::LabLock;
 use crate::state::{parse_spec, LabConfig, Namespaces, PathConfig};
 use crate::{daemon, netns, topology, LabError};
