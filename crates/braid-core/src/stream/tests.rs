@@ -451,7 +451,12 @@ fn check(case: &Case, o: &Outcome) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(RunnerConfig { cases: 48, ..RunnerConfig::default() })]
+    // A fixed seed: the same 48 cases every run (deterministic tests).
+    #![proptest_config(RunnerConfig {
+        cases: 48,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(1),
+        ..RunnerConfig::default()
+    })]
 
     #[test]
     fn faults_never_corrupt_or_stall_the_transfer(case in case_strategy()) {
