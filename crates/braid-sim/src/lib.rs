@@ -13,6 +13,7 @@ pub mod series;
 pub mod session_run;
 pub mod sim;
 pub mod spec;
+mod stall;
 pub mod tcp;
 pub mod trace;
 pub mod traffic;

@@ -54,7 +54,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let mut completion: Option<Duration> = None;
     let mut error: Option<String> = None;
     let mut now = Duration::ZERO;
-    let mut same_time_steps = 0u32;
+    let mut stall = crate::stall::StallGuard::default();
 
     loop {
         let client_now = client_clock.read(now);
@@ -118,16 +118,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         if next >= s.duration {
             break;
         }
-        let next = next.max(now);
-        if next == now {
-            same_time_steps += 1;
-            if same_time_steps > 1_000_000 {
-                return Err(SimError::Stuck(now));
-            }
-        } else {
-            same_time_steps = 0;
-        }
-        now = next;
+        now = stall.advance(now, next)?;
         let client_now = client_clock.read(now);
         let server_now = server_clock.read(now);
         while events.peek_time().is_some_and(|t| t <= now) {

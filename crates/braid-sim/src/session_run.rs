@@ -214,7 +214,7 @@ pub(crate) fn run(
     let mut server_drops_before_restart = DropCounters::default();
     let end = s.duration + DRAIN;
     let mut now = Duration::ZERO;
-    let mut same_time_steps = 0u32;
+    let mut stall = crate::stall::StallGuard::default();
     let (client_clock, server_clock) = s.clock.clocks();
     let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
 
@@ -241,16 +241,7 @@ pub(crate) fn run(
         if next > end {
             break;
         }
-        let next = next.max(now);
-        if next == now {
-            same_time_steps += 1;
-            if same_time_steps > 1_000_000 {
-                return Err(SimError::Stuck(now));
-            }
-        } else {
-            same_time_steps = 0;
-        }
-        now = next;
+        now = stall.advance(now, next)?;
         let client_now = client_clock.read(now);
         let server_now = server_clock.read(now);
 

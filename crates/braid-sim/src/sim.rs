@@ -386,7 +386,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let mut events = Events::default();
     let end = s.duration + DRAIN;
     let mut now = Duration::ZERO;
-    let mut same_time_steps = 0u32;
+    let mut stall = crate::stall::StallGuard::default();
     // Event time is true time; each endpoint runs on its own clock.
     let (sender_clock, receiver_clock) = s.clock.clocks();
 
@@ -409,16 +409,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         if next > end {
             break;
         }
-        let next = next.max(now);
-        if next == now {
-            same_time_steps += 1;
-            if same_time_steps > 1_000_000 {
-                return Err(SimError::Stuck(now));
-            }
-        } else {
-            same_time_steps = 0;
-        }
-        now = next;
+        now = stall.advance(now, next)?;
         let sender_now = sender_clock.read(now);
         let receiver_now = receiver_clock.read(now);
 
