@@ -9,7 +9,8 @@ use toml::Spanned;
 
 use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
 
-use super::values::{DataCap, Key, Rate, Role, TunnelAddr};
+use super::tunnel::TunnelConfig;
+use super::values::{DataCap, Key, Rate, Role};
 use super::{Invalid, Validate};
 
 /// Default control socket of a client.
@@ -38,22 +39,6 @@ pub struct ServerEndpoint {
     pub endpoint: SocketAddr,
     /// An optional pre-shared key (base64), mixed into the handshake.
     pub preshared_key: Option<Key<PresharedKey>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TunnelConfig {
-    /// TUN device name.
-    #[serde(default = "default_tun_name")]
-    pub name: String,
-    pub ipv4: Option<Spanned<TunnelAddr>>,
-    pub ipv6: Option<Spanned<TunnelAddr>>,
-    /// MTU of the TUN device: inner packets up to this size.
-    pub mtu: Option<Spanned<u16>>,
-}
-
-fn default_tun_name() -> String {
-    "braid0".to_owned()
 }
 
 /// What the client routes into the tunnel.
@@ -133,9 +118,6 @@ impl ClientConfig {
     }
 }
 
-/// Smallest MTU an IPv6 link may have (RFC 8200 §5).
-pub const MIN_TUNNEL_MTU: u16 = 1280;
-
 impl Validate for ClientConfig {
     fn validate(&self) -> Result<(), Invalid> {
         if self.paths.is_empty() {
@@ -145,40 +127,7 @@ impl Validate for ClientConfig {
                 "at least one [[path]] is needed",
             ));
         }
-        if self.tunnel.ipv4.is_none() && self.tunnel.ipv6.is_none() {
-            return Err(Invalid::new(
-                0..0,
-                "tunnel",
-                "[tunnel] needs an ipv4 or an ipv6 address",
-            ));
-        }
-        for (family, addr) in [("ipv4", &self.tunnel.ipv4), ("ipv6", &self.tunnel.ipv6)] {
-            if let Some(addr) = addr {
-                let right = match family {
-                    "ipv4" => addr.get_ref().addr().is_ipv4(),
-                    _ => addr.get_ref().addr().is_ipv6(),
-                };
-                if !right {
-                    return Err(Invalid::new(
-                        addr.span(),
-                        family,
-                        format!("not an {family} address"),
-                    ));
-                }
-            }
-        }
-        if let Some(mtu) = &self.tunnel.mtu {
-            if *mtu.get_ref() < MIN_TUNNEL_MTU {
-                return Err(Invalid::new(
-                    mtu.span(),
-                    "mtu",
-                    format!(
-                        "{} is below {MIN_TUNNEL_MTU}, the least IPv6 allows",
-                        mtu.get_ref()
-                    ),
-                ));
-            }
-        }
+        self.tunnel.validate()?;
         let route_all = self.routing.route_all.as_ref();
         if let Some(all) = route_all.filter(|all| *all.get_ref()) {
             if !self.routing.prefixes.is_empty() {

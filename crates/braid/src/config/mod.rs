@@ -9,6 +9,7 @@
 pub mod client;
 mod error;
 pub mod server;
+pub mod tunnel;
 mod values;
 
 use std::path::Path;

@@ -7,10 +7,10 @@ use ipnet::IpNet;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::client::MIN_TUNNEL_MTU;
 use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
 
-use super::values::{Key, TunnelAddr};
+use super::tunnel::TunnelConfig;
+use super::values::Key;
 use super::{Invalid, Validate};
 
 /// Default control socket of a server.
@@ -23,7 +23,7 @@ pub struct ServerConfig {
     pub private_key: Key<PrivateKey>,
     /// UDP addresses to listen on, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`).
     pub listen: Spanned<Vec<SocketAddr>>,
-    pub tunnel: ServerTunnel,
+    pub tunnel: TunnelConfig,
     /// Masquerade the tunnel's traffic out of an uplink (nftables).
     pub nat: Option<Nat>,
     pub control_socket: Option<PathBuf>,
@@ -31,20 +31,6 @@ pub struct ServerConfig {
     pub metrics: Option<SocketAddr>,
     #[serde(rename = "peer", default)]
     pub peers: Vec<Spanned<PeerConfig>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerTunnel {
-    #[serde(default = "default_tun_name")]
-    pub name: String,
-    pub ipv4: Option<Spanned<TunnelAddr>>,
-    pub ipv6: Option<Spanned<TunnelAddr>>,
-    pub mtu: Option<Spanned<u16>>,
-}
-
-fn default_tun_name() -> String {
-    "braid0".to_owned()
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,25 +71,7 @@ impl Validate for ServerConfig {
                 "at least one listen address is needed",
             ));
         }
-        if self.tunnel.ipv4.is_none() && self.tunnel.ipv6.is_none() {
-            return Err(Invalid::new(
-                0..0,
-                "tunnel",
-                "[tunnel] needs an ipv4 or an ipv6 address",
-            ));
-        }
-        if let Some(mtu) = &self.tunnel.mtu {
-            if *mtu.get_ref() < MIN_TUNNEL_MTU {
-                return Err(Invalid::new(
-                    mtu.span(),
-                    "mtu",
-                    format!(
-                        "{} is below {MIN_TUNNEL_MTU}, the least IPv6 allows",
-                        mtu.get_ref()
-                    ),
-                ));
-            }
-        }
+        self.tunnel.validate()?;
         let mut seen: Vec<&IpNet> = Vec::new();
         let mut keys: Vec<&PublicKey> = Vec::new();
         for peer in &self.peers {

@@ -14,7 +14,7 @@ use tracing::{debug, info};
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr;
-use super::{default_tunnel_mtu, os_seed, session_config, status_json, tun_config};
+use super::{create_tun, os_seed, session_config, status_json};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
 use crate::Failure;
@@ -103,18 +103,7 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
             rate_limit_bps: p.rate_limit.as_ref().map(|r| r.bps),
         });
     }
-    let mtu = config
-        .tunnel
-        .mtu
-        .as_ref()
-        .map_or_else(default_tunnel_mtu, |m| *m.get_ref());
-    let tun = Tun::create(&tun_config(
-        &config.tunnel.name,
-        mtu,
-        config.tunnel.ipv4.as_ref().map(|a| a.get_ref()),
-        config.tunnel.ipv6.as_ref().map(|a| a.get_ref()),
-    ))
-    .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let (tun, mtu) = create_tun(&config.tunnel)?;
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
     let session = Session::client(
         session::ClientConfig {

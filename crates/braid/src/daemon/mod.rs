@@ -19,10 +19,12 @@ mod status_json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use braid_core::session::{tunnel_mtu, SessionConfig};
-use braid_io::TunConfig;
+use braid_io::{Tun, TunConfig};
 use ipnet::IpNet;
 
+use crate::config::tunnel::TunnelConfig;
 use crate::config::TunnelAddr;
+use crate::Failure;
 
 pub use control::query;
 
@@ -69,25 +71,28 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// The TUN device's settings from a config's `[tunnel]`.
-fn tun_config(
-    name: &str,
-    mtu: u16,
-    ipv4: Option<&TunnelAddr>,
-    ipv6: Option<&TunnelAddr>,
-) -> TunConfig {
-    TunConfig {
-        name: name.to_owned(),
+/// The TUN device a config's `[tunnel]` describes, and its MTU.
+fn create_tun(tunnel: &TunnelConfig) -> Result<(Tun, u16), Failure> {
+    let mtu = tunnel
+        .mtu
+        .as_ref()
+        .map_or_else(default_tunnel_mtu, |m| *m.get_ref());
+    let address =
+        |family: &Option<toml::Spanned<TunnelAddr>>| family.as_ref().map(|a| a.get_ref().0);
+    let config = TunConfig {
+        name: tunnel.name.clone(),
         mtu,
-        ipv4: ipv4.and_then(|a| match a.0 {
+        ipv4: address(&tunnel.ipv4).and_then(|net| match net {
             IpNet::V4(n) => Some((n.addr(), n.prefix_len())),
             IpNet::V6(_) => None,
         }),
-        ipv6: ipv6.and_then(|a| match a.0 {
+        ipv6: address(&tunnel.ipv6).and_then(|net| match net {
             IpNet::V6(n) => Some((n.addr(), n.prefix_len())),
             IpNet::V4(_) => None,
         }),
-    }
+    };
+    let tun = Tun::create(&config).map_err(|e| Failure::Runtime(e.to_string()))?;
+    Ok((tun, mtu))
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -19,7 +19,7 @@ use tracing::{debug, info};
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr::{addresses, flow_id};
-use super::{default_tunnel_mtu, os_seed, session_config, status_json, tun_config};
+use super::{create_tun, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
 use crate::Failure;
@@ -85,18 +85,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     for &addr in config.listen.get_ref() {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
-    let mtu = config
-        .tunnel
-        .mtu
-        .as_ref()
-        .map_or_else(default_tunnel_mtu, |m| *m.get_ref());
-    let tun = Tun::create(&tun_config(
-        &config.tunnel.name,
-        mtu,
-        config.tunnel.ipv4.as_ref().map(|a| a.get_ref()),
-        config.tunnel.ipv6.as_ref().map(|a| a.get_ref()),
-    ))
-    .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let (tun, mtu) = create_tun(&config.tunnel)?;
     let peers: Vec<Peer> = config
         .peers
         .iter()
