@@ -38,7 +38,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Bond an embedded DSL + LTE example in the simulator and compare it with each line alone
+    /// Bond an embedded DSL + LTE example and compare it with each line alone: as root through the
+    /// real tunnel in an emulated lab, otherwise in the simulator
     Demo(demo::DemoArgs),
     /// Simulate bonding over paths you describe and report goodput, loss and reordering
     Bench(bench::BenchArgs),

@@ -3,7 +3,7 @@
 //! and per session the resequencer's figures and drops by reason.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,7 +26,17 @@ pub struct StatusArgs {
 }
 
 pub fn run(args: &StatusArgs) -> Result<(), Failure> {
-    let socket = args.socket.clone().unwrap_or_else(default_socket);
+    let socket = match &args.socket {
+        Some(socket) => socket.clone(),
+        None => default_socket().ok_or_else(|| {
+            Failure::Runtime(format!(
+                "no braid client or server is running here (neither {} nor {} exists); \
+                 give a daemon's control socket with --socket",
+                client::DEFAULT_CONTROL_SOCKET,
+                server::DEFAULT_CONTROL_SOCKET
+            ))
+        })?,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -52,13 +62,15 @@ pub fn run(args: &StatusArgs) -> Result<(), Failure> {
     }
 }
 
-fn default_socket() -> PathBuf {
-    let client = Path::new(client::DEFAULT_CONTROL_SOCKET);
-    if client.exists() {
-        client.to_owned()
-    } else {
-        server::DEFAULT_CONTROL_SOCKET.into()
-    }
+/// The client's default control socket if it exists, else the server's.
+fn default_socket() -> Option<PathBuf> {
+    [
+        client::DEFAULT_CONTROL_SOCKET,
+        server::DEFAULT_CONTROL_SOCKET,
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
 }
 
 /// The status document as a table per session.

@@ -71,3 +71,16 @@ fn a_missing_interface_is_named_at_start() {
         "{err}"
     );
 }
+
+#[test]
+fn status_without_a_daemon_names_the_socket_and_fails() {
+    let socket = std::env::temp_dir().join(format!("braid-no-daemon-{}.sock", std::process::id()));
+    let out = braid(&["status", "--socket", socket.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("no daemon answers on {}", socket.display())),
+        "{err}"
+    );
+}
