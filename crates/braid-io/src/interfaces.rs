@@ -1,5 +1,6 @@
 //! The host's interfaces that could carry a path: what `braid send` uses
-//! when told no `--via`.
+//! when told no `--via`, and their MTUs, from which the client sizes its
+//! tunnel.
 
 use std::ffi::CStr;
 use std::io;
@@ -54,9 +55,39 @@ pub fn usable_interfaces(ipv6: bool) -> io::Result<Vec<String>> {
     Ok(names)
 }
 
+/// The MTU of the interface called `name`, from sysfs.
+pub fn interface_mtu(name: &str) -> io::Result<u32> {
+    // An interface name is at most 15 bytes and never holds a '/': refuse
+    // anything else rather than read some other sysfs file.
+    if name.is_empty() || name.len() > 15 || name.contains('/') || name.starts_with('.') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{name:?} is not an interface name"),
+        ));
+    }
+    let text = std::fs::read_to_string(format!("/sys/class/net/{name}/mtu"))?;
+    text.trim()
+        .parse()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("mtu {text:?}: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_loopback_mtu_and_refuses_paths() {
+        let lo = interface_mtu("lo").unwrap();
+        assert!(lo >= 1280, "{lo}");
+        for bad in ["", "../lo", "a/b", ".", "sixteen-letters!"] {
+            let err = interface_mtu(bad).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
+        }
+        assert_eq!(
+            interface_mtu("nosuchif0").unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+    }
 
     #[test]
     fn loopback_is_never_a_path() {

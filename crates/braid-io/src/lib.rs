@@ -8,7 +8,8 @@
 //! - [`RecvBatch`]: those buffers, and an iterator over the datagrams one
 //!   receive call brought in.
 //! - [`Tun`]: the TUN device, with one clear line when it cannot be made.
-//! - [`usable_interfaces`]: the interfaces a path could use.
+//! - [`usable_interfaces`]: the interfaces a path could use;
+//!   [`interface_mtu`]: their MTUs.
 
 mod batch;
 mod error;
@@ -18,7 +19,7 @@ mod tun;
 
 pub use batch::{Datagram, RecvBatch, MAX_DATAGRAM_BYTES};
 pub use error::{SocketError, TunError};
-pub use interfaces::usable_interfaces;
+pub use interfaces::{interface_mtu, usable_interfaces};
 pub use path_socket::{Binding, PathSocket};
 pub use tun::{Tun, TunConfig};
 

@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathDownReason, PathRole, Session, MAX_DATAGRAM_LEN};
 use braid_core::time::Instant;
-use braid_io::{Binding, PathSocket, Tun};
+use braid_io::{interface_mtu, Binding, PathSocket, Tun};
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr;
-use super::{create_tun, os_seed, session_config, status_json};
+use super::{create_tun, os_seed, session_config, status_json, tunnel_mtu_for_paths};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
 use crate::Failure;
@@ -73,6 +73,24 @@ fn refuse_unsupported(file: &std::path::Path, config: &ClientConfig) -> Result<(
     Ok(())
 }
 
+/// The tunnel MTU when the config names none: fitted to the MTUs of the
+/// paths' interfaces (paths pinned to a source address follow the routing
+/// table, whose MTU the client cannot know ahead).
+fn mtu_from_paths(config: &ClientConfig) -> u16 {
+    let known: Vec<(String, u32)> = config
+        .paths
+        .iter()
+        .filter_map(|p| p.get_ref().interface.clone())
+        .filter_map(|name| interface_mtu(&name).ok().map(|mtu| (name, mtu)))
+        .collect();
+    let mtu = tunnel_mtu_for_paths(
+        known.iter().map(|(_, mtu)| *mtu),
+        config.server.endpoint.is_ipv6(),
+    );
+    info!(mtu, paths = ?known, "tunnel MTU fitted to the paths' interface MTUs");
+    mtu
+}
+
 fn core_role(role: Role) -> PathRole {
     match role {
         Role::Primary => PathRole::Primary,
@@ -103,7 +121,7 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
             rate_limit_bps: p.rate_limit.as_ref().map(|r| r.bps),
         });
     }
-    let (tun, mtu) = create_tun(&config.tunnel)?;
+    let (tun, mtu) = create_tun(&config.tunnel, mtu_from_paths(&config))?;
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
     let session = Session::client(
         session::ClientConfig {

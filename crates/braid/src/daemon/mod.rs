@@ -22,7 +22,7 @@ use braid_core::session::{tunnel_mtu, SessionConfig};
 use braid_io::{Tun, TunConfig};
 use ipnet::IpNet;
 
-use crate::config::tunnel::TunnelConfig;
+use crate::config::tunnel::{TunnelConfig, MIN_TUNNEL_MTU};
 use crate::config::TunnelAddr;
 use crate::Failure;
 
@@ -71,12 +71,25 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// The TUN device a config's `[tunnel]` describes, and its MTU.
-fn create_tun(tunnel: &TunnelConfig) -> Result<(Tun, u16), Failure> {
-    let mtu = tunnel
-        .mtu
-        .as_ref()
-        .map_or_else(default_tunnel_mtu, |m| *m.get_ref());
+/// The tunnel MTU a client uses when its config names none: the default,
+/// lowered so that a full inner packet still fits the smallest of
+/// `path_mtus` (its paths' interfaces) with the tunnel's overhead, but never
+/// below the 1280 bytes IPv6 needs (such a path then fragments). Never
+/// raised above the default, which is also the server's.
+fn tunnel_mtu_for_paths(path_mtus: impl IntoIterator<Item = u32>, ipv6_paths: bool) -> u16 {
+    let default = default_tunnel_mtu();
+    path_mtus
+        .into_iter()
+        .map(|m| tunnel_mtu(usize::try_from(m).unwrap_or(usize::MAX), ipv6_paths))
+        .map(|m| u16::try_from(m).unwrap_or(u16::MAX))
+        .fold(default, u16::min)
+        .max(MIN_TUNNEL_MTU)
+}
+
+/// The TUN device a config's `[tunnel]` describes, and its MTU (`default_mtu`
+/// when the config names none).
+fn create_tun(tunnel: &TunnelConfig, default_mtu: u16) -> Result<(Tun, u16), Failure> {
+    let mtu = tunnel.mtu.as_ref().map_or(default_mtu, |m| *m.get_ref());
     let address =
         |family: &Option<toml::Spanned<TunnelAddr>>| family.as_ref().map(|a| a.get_ref().0);
     let config = TunConfig {
@@ -105,4 +118,32 @@ pub(crate) async fn shutdown_signal() -> std::io::Result<()> {
         _ = int.recv() => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tunnel_mtu_fits_the_smallest_path_and_stays_within_bounds() {
+        // No path MTU known, or all large: the default (the server's too).
+        assert_eq!(tunnel_mtu_for_paths([], false), default_tunnel_mtu());
+        assert_eq!(
+            tunnel_mtu_for_paths([1500, 9000], true),
+            default_tunnel_mtu()
+        );
+        // PPPoE DSL (1492) beside a 1500 LTE path, IPv4 paths: 1492 - 75
+        // = 1417 fits, but the default (sized for IPv6 paths) is smaller.
+        assert_eq!(tunnel_mtu_for_paths([1500, 1492], false), 1405);
+        // A 1460-byte path over IPv4: 1460 - 75.
+        assert_eq!(tunnel_mtu_for_paths([1500, 1460], false), 1385);
+        // The same over IPv6 paths: 1492 - 95.
+        assert_eq!(tunnel_mtu_for_paths([1492, 1500], true), 1397);
+        // A tiny path cannot push the tunnel below what IPv6 needs.
+        assert_eq!(tunnel_mtu_for_paths([1300, 576], false), MIN_TUNNEL_MTU);
+        assert_eq!(
+            tunnel_mtu_for_paths([u32::MAX], false),
+            default_tunnel_mtu()
+        );
+    }
 }

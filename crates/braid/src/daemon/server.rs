@@ -19,7 +19,7 @@ use tracing::{debug, info};
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr::{addresses, flow_id};
-use super::{create_tun, os_seed, session_config, status_json};
+use super::{create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
 use crate::Failure;
@@ -85,7 +85,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     for &addr in config.listen.get_ref() {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
-    let (tun, mtu) = create_tun(&config.tunnel)?;
+    let (tun, mtu) = create_tun(&config.tunnel, default_tunnel_mtu())?;
     let peers: Vec<Peer> = config
         .peers
         .iter()
