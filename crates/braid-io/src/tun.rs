@@ -31,7 +31,10 @@ pub struct Tun {
 
 impl Tun {
     /// Creates the device, gives it its addresses and MTU and brings it up.
-    /// Needs a tokio runtime, root (CAP_NET_ADMIN) and `/dev/net/tun`.
+    /// Needs a tokio runtime, root (CAP_NET_ADMIN) and `/dev/net/tun`. A
+    /// device given an IPv6 address gets IPv6 switched on even where new
+    /// devices have it off by default (`net.ipv6.conf.default.disable_ipv6`):
+    /// the config asked for it on this device.
     pub fn create(config: &TunConfig) -> Result<Tun, TunError> {
         if !Path::new(TUN_CLONE_DEVICE).exists() {
             return Err(TunError::NoTunDevice);
@@ -55,6 +58,7 @@ impl Tun {
                 .map_err(|e| address_error(format!("{addr}/{prefix}"), e))?;
         }
         if let Some((addr, prefix)) = config.ipv6 {
+            enable_ipv6(&config.name).map_err(|e| address_error(format!("{addr}/{prefix}"), e))?;
             device
                 .add_address_v6(addr, prefix)
                 .map_err(|e| address_error(format!("{addr}/{prefix}"), e))?;
@@ -88,6 +92,18 @@ impl Tun {
     /// Writes one IP packet.
     pub async fn send(&self, packet: &[u8]) -> io::Result<()> {
         self.device.send(packet).await.map(drop)
+    }
+}
+
+/// Clears `disable_ipv6` on device `name` if it is set. A kernel without
+/// IPv6 has no such file; adding the address then fails with its own error.
+fn enable_ipv6(name: &str) -> io::Result<()> {
+    let path = format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6");
+    match std::fs::read_to_string(&path) {
+        Ok(value) if value.trim() == "1" => std::fs::write(&path, "0"),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
