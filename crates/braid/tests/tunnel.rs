@@ -3,16 +3,19 @@
 //! devices. Needs root (namespaces, TUN); skips without it, fails in CI.
 
 use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 const SERVER_TUN: &str = "10.77.0.1";
 const CLIENT_TUN: &str = "10.77.0.2";
 const SERVER_TUN6: &str = "fd77::1";
 const CLIENT_TUN6: &str = "fd77::2";
+const SECOND_CLIENT_TUN: &str = "10.77.0.3";
 
 fn braid() -> Command {
     Command::new(env!("CARGO_BIN_EXE_braid"))
@@ -55,6 +58,10 @@ struct Tunnel {
     dir: PathBuf,
     server: Option<Child>,
     client: Option<Child>,
+    second_client: Option<Child>,
+    second_client_key: String,
+    server_public_key: String,
+    paths: usize,
 }
 
 impl Tunnel {
@@ -81,33 +88,38 @@ impl Tunnel {
             dir,
             server: None,
             client: None,
+            second_client: None,
+            second_client_key: String::new(),
+            server_public_key: String::new(),
+            paths: specs.len(),
         };
 
         let (server_key, client_key) = (genkey(), genkey());
+        tunnel.second_client_key = genkey();
         let known_client = if client_key_matches {
             pubkey(&client_key)
         } else {
             pubkey(&genkey())
         };
+        // A second peer, for tests that start a second client beside the
+        // first (`start_second_client`).
         let server_config = format!(
             "private_key = \"{server_key}\"\nlisten = [\"198.19.0.1:51820\"]\n\
              control_socket = \"{}\"\n[tunnel]\nipv4 = \"{SERVER_TUN}/24\"\nipv6 = \"{SERVER_TUN6}/64\"\n\
              [[peer]]\nname = \"lab\"\npublic_key = \"{known_client}\"\n\
-             allowed = [\"{CLIENT_TUN}/32\", \"{CLIENT_TUN6}/128\"]\n",
-            tunnel.socket("server").display()
+             allowed = [\"{CLIENT_TUN}/32\", \"{CLIENT_TUN6}/128\"]\n\
+             [[peer]]\nname = \"second\"\npublic_key = \"{}\"\nallowed = [\"{SECOND_CLIENT_TUN}/32\"]\n",
+            tunnel.socket("server").display(),
+            pubkey(&tunnel.second_client_key),
         );
-        let mut client_config = format!(
-            "private_key = \"{client_key}\"\ncontrol_socket = \"{}\"\n[server]\n\
-             public_key = \"{}\"\nendpoint = \"198.19.0.1:51820\"\n[tunnel]\nipv4 = \"{CLIENT_TUN}/24\"\n\
-             ipv6 = \"{CLIENT_TUN6}/64\"\n",
-            tunnel.socket("client").display(),
-            pubkey(&server_key)
+        tunnel.server_public_key = pubkey(&server_key);
+        let client_config = tunnel.client_config(
+            "client",
+            &client_key,
+            &format!(
+                "name = \"braid0\"\nipv4 = \"{CLIENT_TUN}/24\"\nipv6 = \"{CLIENT_TUN6}/64\"\n"
+            ),
         );
-        for i in 1..=specs.len() {
-            // The lab's client address on path i; its policy routing sends
-            // packets from it over that path.
-            client_config += &format!("[[path]]\nname = \"p{i}\"\nsource = \"198.18.{i}.2\"\n");
-        }
         std::fs::write(tunnel.dir.join("server.toml"), server_config).unwrap();
         std::fs::write(tunnel.dir.join("client.toml"), client_config).unwrap();
         tunnel.server = Some(tunnel.start("server"));
@@ -117,17 +129,54 @@ impl Tunnel {
         tunnel
     }
 
+    /// A client config named `name` (its control socket `NAME.sock`), with
+    /// `tunnel` as its `[tunnel]` section and one path per lab path.
+    fn client_config(&self, name: &str, key: &str, tunnel: &str) -> String {
+        let mut config = format!(
+            "private_key = \"{key}\"\ncontrol_socket = \"{}\"\n[server]\n\
+             public_key = \"{}\"\nendpoint = \"198.19.0.1:51820\"\n[tunnel]\n{tunnel}",
+            self.socket(name).display(),
+            self.server_public_key
+        );
+        for i in 1..=self.paths {
+            // The lab's client address on path i; its policy routing sends
+            // packets from it over that path.
+            config += &format!("[[path]]\nname = \"p{i}\"\nsource = \"198.18.{i}.2\"\n");
+        }
+        config
+    }
+
+    /// Starts a second client, the server's peer "second", in the client
+    /// namespace beside the first: TUN device `braid1`, address
+    /// `SECOND_CLIENT_TUN/32`, control socket `client2.sock`.
+    fn start_second_client(&mut self) {
+        let config = self.client_config(
+            "client2",
+            &self.second_client_key,
+            &format!("name = \"braid1\"\nipv4 = \"{SECOND_CLIENT_TUN}/32\"\n"),
+        );
+        std::fs::write(self.dir.join("client2.toml"), config).unwrap();
+        self.second_client = Some(self.start_as("client", "client2"));
+        self.wait_for_socket("client2");
+    }
+
     fn socket(&self, side: &str) -> PathBuf {
         self.dir.join(format!("{side}.sock"))
     }
 
     fn start(&self, side: &str) -> Child {
-        let log = std::fs::File::create(self.dir.join(format!("{side}.log"))).unwrap();
+        self.start_as(side, side)
+    }
+
+    /// Runs `braid SIDE --config NAME.toml` in the namespace of `side`,
+    /// logging to `NAME.log`.
+    fn start_as(&self, side: &str, name: &str) -> Child {
+        let log = std::fs::File::create(self.dir.join(format!("{name}.log"))).unwrap();
         braid()
             .args(["lab", "exec", "--name", &self.lab, side, "--"])
             .arg(env!("CARGO_BIN_EXE_braid"))
             .args([side, "--config"])
-            .arg(self.dir.join(format!("{side}.toml")))
+            .arg(self.dir.join(format!("{name}.toml")))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -226,9 +275,13 @@ impl Tunnel {
 
 impl Drop for Tunnel {
     fn drop(&mut self) {
-        for child in [self.client.take(), self.server.take()]
-            .into_iter()
-            .flatten()
+        for child in [
+            self.second_client.take(),
+            self.client.take(),
+            self.server.take(),
+        ]
+        .into_iter()
+        .flatten()
         {
             stop(child);
         }
@@ -257,21 +310,18 @@ fn stop(mut child: Child) {
 /// Pings `to` from the client `count` times at 0.2 s; returns how many
 /// answers came back.
 fn ping(tunnel: &Tunnel, to: &str, count: u32) -> u32 {
-    let out = tunnel.exec(
-        "client",
-        &[
-            "ping",
-            "-n",
-            "-q",
-            "-c",
-            &count.to_string(),
-            "-i",
-            "0.2",
-            "-W",
-            "2",
-            to,
-        ],
-    );
+    ping_via(tunnel, None, to, count)
+}
+
+/// `ping`, out of TUN device `device` when given.
+fn ping_via(tunnel: &Tunnel, device: Option<&str>, to: &str, count: u32) -> u32 {
+    let count = count.to_string();
+    let mut argv = vec!["ping", "-n", "-q", "-c", &count, "-i", "0.2", "-W", "2"];
+    if let Some(device) = device {
+        argv.extend(["-I", device]);
+    }
+    argv.push(to);
+    let out = tunnel.exec("client", &argv);
     let text = String::from_utf8_lossy(&out.stdout);
     text.split(',')
         .find_map(|part| part.trim().strip_suffix(" received"))
@@ -560,6 +610,119 @@ fn the_server_restarts_and_the_client_reconnects_by_itself() {
     }
     assert_eq!(ping(&tunnel, SERVER_TUN, 3), 3);
     assert_eq!(tunnel.status("server")["sessions"], 1);
+}
+
+/// An IPv4/UDP packet from `src` to `dst`:`port`, written straight into
+/// TUN device `device` of the client namespace through a raw socket: what
+/// a client lying about its inner source address would send.
+fn send_raw_udp(tunnel: &Tunnel, device: &str, src: &str, dst: &str, port: u16, payload: &[u8]) {
+    let (src, dst): (Ipv4Addr, Ipv4Addr) = (src.parse().unwrap(), dst.parse().unwrap());
+    let len = 28 + payload.len();
+    let mut packet = Vec::with_capacity(len);
+    packet.extend([0x45, 0, 0, 0]);
+    packet[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+    // Identification 0, don't fragment, TTL 64, UDP; the kernel fills in
+    // the header checksum of a raw packet, and UDP's is optional in IPv4.
+    packet.extend([0, 0, 0x40, 0, 64, 17, 0, 0]);
+    packet.extend(src.octets());
+    packet.extend(dst.octets());
+    packet.extend(40_000u16.to_be_bytes());
+    packet.extend(port.to_be_bytes());
+    packet.extend(((8 + payload.len()) as u16).to_be_bytes());
+    packet.extend([0, 0]);
+    packet.extend(payload);
+    braid_lab::run_in(&tunnel.lab, braid_lab::Side::Client, || {
+        let io = braid_lab::LabError::io;
+        let socket = Socket::new(
+            Domain::IPV4,
+            Type::RAW,
+            Some(Protocol::from(libc::IPPROTO_RAW)),
+        )
+        .map_err(io("raw socket"))?;
+        socket
+            .bind_device(Some(device.as_bytes()))
+            .map_err(io("binding the raw socket to its device"))?;
+        let to = SockAddr::from(SocketAddrV4::new(dst, port));
+        socket.send_to(&packet, &to).map_err(io("sending"))?;
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn two_clients_at_once_stay_isolated() {
+    if !have_root() {
+        return;
+    }
+    let mut tunnel = Tunnel::up("tun-two-cl", &["8mbit,10ms", "2mbit,40ms"], true);
+    tunnel.wait_until_all_paths_up();
+    tunnel.start_second_client();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tunnel.status("client2")["session"]["established"] != true {
+        assert!(
+            Instant::now() < deadline,
+            "second client not connected: {}",
+            tunnel.log("client2")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(tunnel.status("server")["sessions"], 2);
+    assert_eq!(ping(&tunnel, SERVER_TUN, 3), 3, "first client");
+    assert_eq!(
+        ping_via(&tunnel, Some("braid1"), SERVER_TUN, 3),
+        3,
+        "second client"
+    );
+
+    // The second client sends one datagram from its own address and one
+    // claiming the first client's: only the first arrives, the other is
+    // refused and counted by the server.
+    let listener = braid_lab::run_in(&tunnel.lab, braid_lab::Side::Server, || {
+        std::net::UdpSocket::bind((SERVER_TUN, 5202)).map_err(braid_lab::LabError::io("binding"))
+    })
+    .unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let refused = |t: &Tunnel| {
+        t.status("server")["daemon"]["inner_source_refused"]
+            .as_u64()
+            .unwrap()
+    };
+    let refused_before = refused(&tunnel);
+    send_raw_udp(&tunnel, "braid1", CLIENT_TUN, SERVER_TUN, 5202, b"forged");
+    assert!(
+        listener.recv(&mut buf).is_err(),
+        "a datagram with another client's source address got through"
+    );
+    assert_eq!(refused(&tunnel), refused_before + 1);
+    send_raw_udp(
+        &tunnel,
+        "braid1",
+        SECOND_CLIENT_TUN,
+        SERVER_TUN,
+        5202,
+        b"honest",
+    );
+    let n = listener
+        .recv(&mut buf)
+        .expect("the honest datagram arrives");
+    assert_eq!(&buf[..n], b"honest");
+
+    // Traffic for the first client never reaches the second.
+    let written =
+        |t: &Tunnel, who: &str| t.status(who)["daemon"]["tun_tx_packets"].as_u64().unwrap();
+    let (first, second) = (written(&tunnel, "client"), written(&tunnel, "client2"));
+    let out = tunnel.exec(
+        "server",
+        &[
+            "ping", "-n", "-q", "-c", "5", "-i", "0.2", "-W", "2", CLIENT_TUN,
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(written(&tunnel, "client") >= first + 5);
+    assert_eq!(written(&tunnel, "client2"), second);
 }
 
 #[test]
