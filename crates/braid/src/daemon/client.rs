@@ -33,6 +33,9 @@ struct Counters {
     tun_tx_packets: u64,
     tun_tx_dropped: u64,
     tun_rx_refused: u64,
+    /// Link-local packets (IPv6 router solicitations, MLD) kept off the
+    /// tunnel.
+    tun_rx_link_local: u64,
     udp_send_errors: u64,
 }
 
@@ -165,6 +168,10 @@ impl Core for Client {
     /// An inner packet from the TUN device, offered to the session.
     fn offer(&mut self, now: Instant, packet: &[u8]) {
         self.counters.tun_rx_packets += 1;
+        if inner_addr::link_scoped(packet) {
+            self.counters.tun_rx_link_local += 1;
+            return;
+        }
         let flow = inner_addr::flow_id(packet);
         if self.session.send_flow(now, flow, packet.to_vec()).is_err() {
             // Not connected yet, too large or queue full: the session
@@ -212,6 +219,7 @@ impl Core for Client {
             "daemon": {
                 "tun_rx_packets": c.tun_rx_packets,
                 "tun_rx_refused": c.tun_rx_refused,
+                "tun_rx_link_local": c.tun_rx_link_local,
                 "tun_tx_packets": c.tun_tx_packets,
                 "tun_tx_dropped": c.tun_tx_dropped,
                 "udp_send_errors": c.udp_send_errors,

@@ -25,6 +25,24 @@ pub fn addresses(packet: &[u8]) -> Option<(IpAddr, IpAddr)> {
     }
 }
 
+/// Whether a packet belongs to the TUN device's own link and has no
+/// business crossing to the other end: from a link-local address
+/// (169.254.0.0/16, fe80::/10) or to a link-local multicast group
+/// (224.0.0.0/24, ff02::/16): the kernel's own IPv6 router solicitations
+/// and MLD reports, for instance, which the server would refuse anyway as
+/// not from the client's tunnel addresses.
+pub fn link_scoped(packet: &[u8]) -> bool {
+    match addresses(packet) {
+        Some((IpAddr::V4(src), IpAddr::V4(dst))) => {
+            src.is_link_local() || dst.octets()[..3] == [224, 0, 0]
+        }
+        Some((IpAddr::V6(src), IpAddr::V6(dst))) => {
+            src.is_unicast_link_local() || dst.segments()[0] == 0xff02
+        }
+        _ => false,
+    }
+}
+
 /// The flow id of an inner packet for the session's flow queue: a hash of
 /// its addresses, protocol and, for TCP and UDP, ports (the 5-tuple).
 /// IPv6 extension headers and IPv4 fragments after the first are hashed
@@ -53,6 +71,39 @@ pub fn flow_id(packet: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn v6(src: &str, dst: &str) -> Vec<u8> {
+        let mut p = vec![0u8; 40];
+        p[0] = 0x60;
+        p[8..24].copy_from_slice(&src.parse::<Ipv6Addr>().unwrap().octets());
+        p[24..40].copy_from_slice(&dst.parse::<Ipv6Addr>().unwrap().octets());
+        p
+    }
+
+    fn v4(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+        let mut p = vec![0u8; 20];
+        p[0] = 0x45;
+        p[12..16].copy_from_slice(&src);
+        p[16..20].copy_from_slice(&dst);
+        p
+    }
+
+    #[test]
+    fn link_scoped_packets_are_told_apart() {
+        // An MLD report and a router solicitation from the TUN device's
+        // link-local address.
+        assert!(link_scoped(&v6("fe80::1", "ff02::16")));
+        assert!(link_scoped(&v6("::", "ff02::2")));
+        assert!(link_scoped(&v6("fd77::2", "ff02::1")));
+        assert!(link_scoped(&v4([169, 254, 3, 4], [10, 77, 0, 1])));
+        assert!(link_scoped(&v4([10, 77, 0, 2], [224, 0, 0, 251])));
+        // Ordinary traffic, including wider multicast scopes, crosses.
+        assert!(!link_scoped(&v6("fd77::2", "fd77::1")));
+        assert!(!link_scoped(&v6("fd77::2", "ff05::2")));
+        assert!(!link_scoped(&v4([10, 77, 0, 2], [10, 77, 0, 1])));
+        assert!(!link_scoped(&v4([10, 77, 0, 2], [224, 0, 1, 1])));
+        assert!(!link_scoped(&[0x60; 10]));
+    }
 
     fn tcp_v4(src_port: u16, dst_port: u16) -> Vec<u8> {
         let mut p = vec![0u8; 40];
