@@ -73,4 +73,36 @@ mod tests {
         let e = k.estimate_bps().unwrap();
         assert!((e - 5e6).abs() < 0.5e6, "{e}");
     }
+
+    #[test]
+    fn worked_example_follows_the_filter_equations() {
+        // Default q = 0.001, r = 0.1, p = 1. The first sample is taken as
+        // is; then p' = p + q, gain = p' / (p' + r), x += gain (z - x),
+        // p = (1 - gain) p'.
+        let mut k = KalmanRate::default();
+        k.on_sample(10e6);
+        assert_eq!(k.estimate_bps(), Some(10e6));
+        // p' = 1.001, gain = 1.001 / 1.101 = 0.909174.
+        k.on_sample(20e6);
+        let e = k.estimate_bps().unwrap();
+        assert!((e - 19_091_734.79).abs() < 1.0, "{e}");
+        // p = 0.0909173, p' = 0.0919173, gain = 0.478942.
+        k.on_sample(10e6);
+        let e = k.estimate_bps().unwrap();
+        assert!((e - 14_737_317.85).abs() < 1.0, "{e}");
+    }
+
+    #[test]
+    fn impossible_samples_are_ignored() {
+        let mut k = KalmanRate::default();
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -5e6] {
+            k.on_sample(bad);
+            assert_eq!(k.estimate_bps(), None, "{bad}");
+        }
+        k.on_sample(8e6);
+        for bad in [f64::NAN, f64::INFINITY, 0.0, -5e6] {
+            k.on_sample(bad);
+            assert_eq!(k.estimate_bps(), Some(8e6), "{bad}");
+        }
+    }
 }
