@@ -125,6 +125,25 @@ fn session(out: &mut String, s: &Value) {
             p["bytes_used"].as_u64().unwrap_or(0),
         );
     }
+    for p in s["paths"].as_array().into_iter().flatten() {
+        let cap = &p["data_cap"];
+        if cap.is_object() {
+            let _ = writeln!(
+                out,
+                "data cap {}: {} of {} this {} (to {}){}",
+                p["name"].as_str().unwrap_or("?"),
+                decimal_bytes(cap["used_bytes"].as_u64().unwrap_or(0)),
+                decimal_bytes(cap["cap_bytes"].as_u64().unwrap_or(0)),
+                cap["period"].as_str().unwrap_or("?"),
+                cap["period_end"].as_str().unwrap_or("?"),
+                if cap["demoted"] == true {
+                    ", reached: demoted to backup"
+                } else {
+                    ""
+                },
+            );
+        }
+    }
     let r = &s["reseq"];
     let _ = writeln!(
         out,
@@ -139,6 +158,18 @@ fn session(out: &mut String, s: &Value) {
         s["send_dropped"],
         drops(&s["drops"]),
     );
+}
+
+/// Bytes in decimal units, as data caps are written (`50GB`).
+fn decimal_bytes(n: u64) -> String {
+    const UNITS: [(f64, &str); 4] = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")];
+    let x = n as f64;
+    UNITS
+        .iter()
+        .find(|(scale, _)| x >= *scale)
+        .map_or(format!("{n} B"), |(scale, unit)| {
+            format!("{:.2} {unit}", x / scale)
+        })
 }
 
 fn drops(d: &Value) -> String {
