@@ -182,3 +182,35 @@ fn drops(d: &Value) -> String {
         _ => "none".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_capped_path_shows_its_usage_cap_and_demotion() {
+        let doc = json!({
+            "role": "client",
+            "session": {"paths": [
+                {"name": "dsl", "state": "up", "role": "primary", "bytes_used": 10},
+                {"name": "lte", "state": "up", "role": "backup", "bytes_used": 5,
+                 "data_cap": {"cap_bytes": 50_000_000_000u64, "period": "month",
+                              "used_bytes": 50_123_000_000u64, "demoted": true,
+                              "period_start": "2026-11-01T00:00:00Z",
+                              "period_end": "2026-12-01T00:00:00Z"}},
+            ]},
+            "daemon": {},
+        });
+        let text = super::render(&doc);
+        assert!(
+            text.contains(
+                "data cap lte: 50.12 GB of 50.00 GB this month (to 2026-12-01T00:00:00Z), \
+                 reached: demoted to backup\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("data cap dsl"), "{text}");
+        assert_eq!(super::decimal_bytes(999), "999 B");
+        assert_eq!(super::decimal_bytes(1500), "1.50 kB");
+    }
+}
