@@ -156,7 +156,7 @@ fn caps_demote_and_restore_a_session_path_and_survive_a_restart() {
     let mut now = Instant::ZERO;
     while session.stats(now).paths[1].tx_bytes == 0 {
         drain(&mut session, now);
-        now = now + Duration::from_secs(1);
+        now += Duration::from_secs(1);
     }
     assert_eq!(caps.poll_timeout(), Instant::ZERO);
     caps.handle_timeout(now, NOV_23 + 10, &mut session);
@@ -180,7 +180,7 @@ fn caps_demote_and_restore_a_session_path_and_survive_a_restart() {
     assert_eq!(restarted.status(1).unwrap()["used_bytes"], used);
 
     // The next day restores the configured role.
-    now = now + UPDATE_INTERVAL;
+    now += UPDATE_INTERVAL;
     caps.handle_timeout(now, NOV_24 + 1, &mut session);
     assert_eq!(role(&session), PathRole::Primary);
     assert_eq!(caps.status(1).unwrap()["demoted"], false);
