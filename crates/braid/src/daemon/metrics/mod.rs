@@ -29,6 +29,8 @@ use tracing::debug;
 const MAX_CONNECTIONS: usize = 8;
 /// Time a connection has to send its request headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time a connection may take in all (a scraper that does not read).
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Serves `GET /metrics` on `listener` with `status()` rendered, until the
@@ -49,14 +51,15 @@ pub async fn serve(listener: TcpListener, status: Rc<dyn Fn() -> Value>) {
                 let response = answer(&request, &*status);
                 async move { Ok::<_, Infallible>(response) }
             });
-            let served = hyper::server::conn::http1::Builder::new()
+            let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEADER_TIMEOUT)
                 .keep_alive(false)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                debug!("metrics connection: {e}");
+                .serve_connection(TokioIo::new(stream), service);
+            match tokio::time::timeout(CONNECTION_TIMEOUT, connection).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => debug!("metrics connection: {e}"),
+                Err(_) => debug!("metrics connection: timed out"),
             }
             open.set(open.get() - 1);
         });
