@@ -235,6 +235,15 @@ impl Sender {
         }
     }
 
+    /// Marks path `path` as an overflow path or not from now on (see
+    /// [`PathInfo::overflow`]; only earliest-arrival reads it). Out-of-range
+    /// paths are ignored.
+    pub fn set_path_overflow(&mut self, path: usize, overflow: bool) {
+        if let Some(p) = self.config.paths.get_mut(path) {
+            p.overflow = overflow;
+        }
+    }
+
     /// Restricts scheduling to `usable` paths (all paths by default). A
     /// path left out looks closed and stalled to the scheduler, and a
     /// decision naming it goes to the usable path with the smallest RTT

@@ -137,6 +137,25 @@ fn session(out: &mut String, s: &Value) {
             p["bytes_used"].as_u64().unwrap_or(0),
         );
     }
+    for p in s["paths"].as_array().into_iter().flatten() {
+        let cap = &p["data_cap"];
+        if cap.is_object() {
+            let _ = writeln!(
+                out,
+                "data cap {}: {} of {} this {} (to {}){}",
+                p["name"].as_str().unwrap_or("?"),
+                decimal_bytes(cap["used_bytes"].as_u64().unwrap_or(0)),
+                decimal_bytes(cap["cap_bytes"].as_u64().unwrap_or(0)),
+                cap["period"].as_str().unwrap_or("?"),
+                cap["period_end"].as_str().unwrap_or("?"),
+                if cap["demoted"] == true {
+                    ", reached: demoted to backup"
+                } else {
+                    ""
+                },
+            );
+        }
+    }
     let r = &s["reseq"];
     let _ = writeln!(
         out,
@@ -153,6 +172,18 @@ fn session(out: &mut String, s: &Value) {
     );
 }
 
+/// Bytes in decimal units, as data caps are written (`50GB`).
+fn decimal_bytes(n: u64) -> String {
+    const UNITS: [(f64, &str); 4] = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")];
+    let x = n as f64;
+    UNITS
+        .iter()
+        .find(|(scale, _)| x >= *scale)
+        .map_or(format!("{n} B"), |(scale, unit)| {
+            format!("{:.2} {unit}", x / scale)
+        })
+}
+
 fn drops(d: &Value) -> String {
     match d.as_object() {
         Some(m) if !m.is_empty() => m
@@ -161,5 +192,37 @@ fn drops(d: &Value) -> String {
             .collect::<Vec<_>>()
             .join(" "),
         _ => "none".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_capped_path_shows_its_usage_cap_and_demotion() {
+        let doc = json!({
+            "role": "client",
+            "session": {"paths": [
+                {"name": "dsl", "state": "up", "role": "primary", "bytes_used": 10},
+                {"name": "lte", "state": "up", "role": "backup", "bytes_used": 5,
+                 "data_cap": {"cap_bytes": 50_000_000_000u64, "period": "month",
+                              "used_bytes": 50_123_000_000u64, "demoted": true,
+                              "period_start": "2026-11-01T00:00:00Z",
+                              "period_end": "2026-12-01T00:00:00Z"}},
+            ]},
+            "daemon": {},
+        });
+        let text = super::render(&doc);
+        assert!(
+            text.contains(
+                "data cap lte: 50.12 GB of 50.00 GB this month (to 2026-12-01T00:00:00Z), \
+                 reached: demoted to backup\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("data cap dsl"), "{text}");
+        assert_eq!(super::decimal_bytes(999), "999 B");
+        assert_eq!(super::decimal_bytes(1500), "1.50 kB");
     }
 }

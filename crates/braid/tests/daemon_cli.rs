@@ -51,9 +51,6 @@ fn options_not_built_yet_are_refused_not_ignored() {
         err.contains("[routing] (route_all, prefixes) is not supported"),
         "{err}"
     );
-    let path = write("cap.toml", &format!("{CLIENT}data_cap = \"50GB/month\"\n"));
-    let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
-    assert!(err.contains("data_cap is not supported"), "{err}");
 
     let server = "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
         listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"eth0\"\n";

@@ -51,6 +51,15 @@ fn pubkey(private: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// Lines added to the generated configs: top-level lines of the server's
+/// and the client's, and lines for each client path in turn.
+#[derive(Default)]
+struct Extra<'a> {
+    server: &'a str,
+    client: &'a str,
+    paths: &'a [&'a str],
+}
+
 /// A lab with a braid server and client in it; everything stopped and
 /// removed on drop (pass, fail or panic).
 struct Tunnel {
@@ -68,6 +77,11 @@ impl Tunnel {
     /// `client_key_matches`: false gives the client a key the server does
     /// not know.
     fn up(lab: &str, specs: &[&str], client_key_matches: bool) -> Tunnel {
+        Tunnel::up_with(lab, specs, client_key_matches, &Extra::default())
+    }
+
+    /// [`Tunnel::up`] with `extra` lines in the configs.
+    fn up_with(lab: &str, specs: &[&str], client_key_matches: bool, extra: &Extra) -> Tunnel {
         let _ = run(braid().args(["lab", "down", "--name", lab]));
         let mut up = braid();
         up.args(["lab", "up", "--name", lab, "--seed", "1"]);
@@ -105,11 +119,12 @@ impl Tunnel {
         // first (`start_second_client`).
         let server_config = format!(
             "private_key = \"{server_key}\"\nlisten = [\"198.19.0.1:51820\"]\n\
-             control_socket = \"{}\"\n[tunnel]\nipv4 = \"{SERVER_TUN}/24\"\nipv6 = \"{SERVER_TUN6}/64\"\n\
+             control_socket = \"{}\"\n{}[tunnel]\nipv4 = \"{SERVER_TUN}/24\"\nipv6 = \"{SERVER_TUN6}/64\"\n\
              [[peer]]\nname = \"lab\"\npublic_key = \"{known_client}\"\n\
              allowed = [\"{CLIENT_TUN}/32\", \"{CLIENT_TUN6}/128\"]\n\
              [[peer]]\nname = \"second\"\npublic_key = \"{}\"\nallowed = [\"{SECOND_CLIENT_TUN}/32\"]\n",
             tunnel.socket("server").display(),
+            extra.server,
             pubkey(&tunnel.second_client_key),
         );
         tunnel.server_public_key = pubkey(&server_key);
@@ -119,6 +134,7 @@ impl Tunnel {
             &format!(
                 "name = \"braid0\"\nipv4 = \"{CLIENT_TUN}/24\"\nipv6 = \"{CLIENT_TUN6}/64\"\n"
             ),
+            extra,
         );
         std::fs::write(tunnel.dir.join("server.toml"), server_config).unwrap();
         std::fs::write(tunnel.dir.join("client.toml"), client_config).unwrap();
@@ -130,18 +146,23 @@ impl Tunnel {
     }
 
     /// A client config named `name` (its control socket `NAME.sock`), with
-    /// `tunnel` as its `[tunnel]` section and one path per lab path.
-    fn client_config(&self, name: &str, key: &str, tunnel: &str) -> String {
+    /// `tunnel` as its `[tunnel]` section, one path per lab path, and the
+    /// client's lines of `extra`.
+    fn client_config(&self, name: &str, key: &str, tunnel: &str, extra: &Extra) -> String {
         let mut config = format!(
-            "private_key = \"{key}\"\ncontrol_socket = \"{}\"\n[server]\n\
+            "private_key = \"{key}\"\ncontrol_socket = \"{}\"\n{}[server]\n\
              public_key = \"{}\"\nendpoint = \"198.19.0.1:51820\"\n[tunnel]\n{tunnel}",
             self.socket(name).display(),
+            extra.client,
             self.server_public_key
         );
         for i in 1..=self.paths {
             // The lab's client address on path i; its policy routing sends
             // packets from it over that path.
-            config += &format!("[[path]]\nname = \"p{i}\"\nsource = \"198.18.{i}.2\"\n");
+            config += &format!(
+                "[[path]]\nname = \"p{i}\"\nsource = \"198.18.{i}.2\"\n{}",
+                extra.paths.get(i - 1).copied().unwrap_or_default()
+            );
         }
         config
     }
@@ -154,6 +175,7 @@ impl Tunnel {
             "client2",
             &self.second_client_key,
             &format!("name = \"braid1\"\nipv4 = \"{SECOND_CLIENT_TUN}/32\"\n"),
+            &Extra::default(),
         );
         std::fs::write(self.dir.join("client2.toml"), config).unwrap();
         self.second_client = Some(self.start_as("client", "client2"));
@@ -876,4 +898,132 @@ fn demo_runs_the_real_tunnel_and_leaves_no_lab() {
     let namespaces = run(Command::new("ip").args(["netns", "list"]));
     let list = String::from_utf8_lossy(&namespaces.stdout);
     assert!(!list.contains("braid-demo"), "left behind: {list}");
+}
+
+/// The Prometheus text of the daemon on `side` listening on `port` (curl
+/// inside the side's namespace).
+fn metrics(tunnel: &Tunnel, side: &str, port: u16) -> String {
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let out = tunnel.exec(side, &["curl", "-sf", "--max-time", "5", &url]);
+    assert!(
+        out.status.success(),
+        "curl {url} in {side}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The value of the sample `series` (name and labels, exactly) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn metrics_grow_and_a_data_cap_demotes_its_path_across_a_restart() {
+    if !have_root() {
+        return;
+    }
+    let lab = "tun-capmet";
+    let usage = std::env::temp_dir()
+        .join(format!("braid-tunnel-test-{lab}"))
+        .join("client.usage.json");
+    let client_extra = format!(
+        "metrics = \"127.0.0.1:9851\"\nusage_file = \"{}\"\n",
+        usage.display()
+    );
+    let mut tunnel = Tunnel::up_with(
+        lab,
+        &["20mbit,5ms", "20mbit,5ms"],
+        true,
+        &Extra {
+            server: "metrics = \"127.0.0.1:9852\"\n",
+            client: &client_extra,
+            paths: &["", "data_cap = \"300kB/day\"\n"],
+        },
+    );
+    tunnel.wait_until_all_paths_up();
+
+    // The counters are there and grow with traffic.
+    let sent = "braid_path_sent_bytes_total{path=\"p1\"}";
+    let before = metrics(&tunnel, "client", 9851);
+    let sent_before = sample(&before, sent).unwrap_or_else(|| panic!("no {sent} in\n{before}"));
+    assert_eq!(sample(&before, "braid_path_up{path=\"p1\"}"), Some(1.0));
+    assert_eq!(
+        sample(&before, "braid_path_data_cap_bytes{path=\"p2\"}"),
+        Some(300e3)
+    );
+    assert_eq!(ping(&tunnel, SERVER_TUN, 5), 5);
+    let after = metrics(&tunnel, "client", 9851);
+    let sent_after = sample(&after, sent).unwrap();
+    assert!(
+        sent_after > sent_before + 5.0 * 84.0,
+        "{sent}: {sent_before} then {sent_after}"
+    );
+    let server = metrics(&tunnel, "server", 9852);
+    let received = "braid_path_received_bytes_total{peer=\"lab\",path=\"path0\"}";
+    assert!(
+        sample(&server, received).is_some_and(|b| b > 0.0),
+        "no {received} in\n{server}"
+    );
+    assert_eq!(sample(&server, "braid_server_sessions{}"), Some(1.0));
+
+    // Over 300 kB through the tunnel: p2 reaches its cap and is demoted,
+    // at the client and (after the rekey) at the server.
+    iperf(&tunnel, 2);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let cap = loop {
+        let status = tunnel.status("client");
+        let p2 = status["session"]["paths"][1].clone();
+        if p2["data_cap"]["demoted"] == true {
+            break p2;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "p2 not demoted after 5 s: {p2}\n{}",
+            tunnel.log("client")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(cap["role"], "backup");
+    assert!(cap["data_cap"]["used_bytes"].as_u64().unwrap() >= 300_000);
+    assert!(tunnel.log("client").contains("data cap reached"));
+    let m = metrics(&tunnel, "client", 9851);
+    assert_eq!(
+        sample(&m, "braid_path_data_cap_demoted{path=\"p2\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&m, "braid_path_role{path=\"p2\",role=\"backup\"}"),
+        Some(1.0)
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let server_status = tunnel.status("server");
+    assert_eq!(
+        server_status["peers"][0]["session"]["paths"][1]["role"], "backup",
+        "the server learned the demotion: {server_status}"
+    );
+
+    // A restart remembers the usage and demotes p2 at once.
+    stop(tunnel.client.take().unwrap());
+    let saved: Value = serde_json::from_slice(&std::fs::read(&usage).unwrap()).unwrap();
+    let used = saved["paths"]["p2"]["used_bytes"].as_u64().unwrap();
+    assert!(used >= 300_000, "saved at exit: {saved}");
+    assert!(saved["paths"].get("p1").is_none(), "p1 has no cap");
+    tunnel.client = Some(tunnel.start("client"));
+    tunnel.wait_for_socket("client");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let status = tunnel.status("client");
+        let p2 = &status["session"]["paths"][1];
+        if p2["role"] == "backup" {
+            assert!(p2["data_cap"]["used_bytes"].as_u64().unwrap() >= used);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not demoted after a restart: {p2}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -107,6 +107,17 @@ pub enum SessionSendError {
     QueueFull,
 }
 
+/// Why [`Session::set_path_role`] refused a role change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SetRoleError {
+    #[error("no path {0}")]
+    UnknownPath(u8),
+    #[error("only a client sets its paths' roles (a server learns them from the handshake)")]
+    NotClient,
+    #[error("scheduler {0} cannot keep a path for overflow: use earliest-arrival")]
+    OverflowUnsupported(&'static str),
+}
+
 /// Client or server side.
 #[derive(Debug)]
 enum Role {
@@ -123,6 +134,9 @@ struct ClientState {
     /// Path the next initiation goes out on.
     next_handshake_path: u8,
     last_initiation: Option<Instant>,
+    /// A path's role changed since the last initiation: the server learns
+    /// roles only from a handshake, so one is due now.
+    roles_changed: bool,
 }
 
 #[derive(Debug)]
@@ -286,6 +300,7 @@ impl Session {
             pending: None,
             next_handshake_path: 0,
             last_initiation: None,
+            roles_changed: false,
         }));
         Ok(Session::assemble(
             role,
@@ -369,6 +384,41 @@ impl Session {
 
     pub fn path_count(&self) -> usize {
         self.paths.len()
+    }
+
+    /// Client: path `path` takes `role` from now on (a data cap demoting a
+    /// metered path to backup, and restoring it). The sender's usable paths
+    /// follow at once; the server, which knows roles only from the
+    /// handshake, is told by a handshake started now (a rekey: no data is
+    /// lost). Setting the role a path already has changes nothing.
+    pub fn set_path_role(
+        &mut self,
+        now: Instant,
+        path: u8,
+        role: PathRole,
+    ) -> Result<(), SetRoleError> {
+        let Role::Client(client) = &mut self.role else {
+            return Err(SetRoleError::NotClient);
+        };
+        let index = usize::from(path);
+        let p = self
+            .paths
+            .get_mut(index)
+            .ok_or(SetRoleError::UnknownPath(path))?;
+        if p.role == role {
+            return Ok(());
+        }
+        let scheduler = self.sender.scheduler_name();
+        if role == PathRole::Overflow && scheduler != "earliest-arrival" {
+            return Err(SetRoleError::OverflowUnsupported(scheduler));
+        }
+        p.role = role;
+        client.roles_changed = true;
+        self.last_now = now;
+        self.sender
+            .set_path_overflow(index, role == PathRole::Overflow);
+        self.update_usable(now);
+        Ok(())
     }
 
     /// The bonding sender inside (per-path estimators, counters).
@@ -860,6 +910,9 @@ impl Session {
         let Some(current) = &self.keys.current else {
             return Some(retry);
         };
+        if client.roles_changed {
+            return Some(retry);
+        }
         let mut due = current.created + self.config.rekey_after;
         if current.sent() >= self.config.rekey_after_packets {
             due = Instant::ZERO;
@@ -936,6 +989,7 @@ impl Session {
         // Set first: whatever happens below, the next try waits a retry
         // interval (a due timer that is never cleared would spin).
         client.last_initiation = Some(now);
+        client.roles_changed = false;
         let start = usize::from(client.next_handshake_path) % n;
         let path = (0..n)
             .map(|k| (start + k) % n)
@@ -1050,9 +1104,29 @@ impl Session {
             self.start_stream(now);
         } else {
             self.keys.next = Some(keys);
+            self.adopt_roles(now, &hello.roles);
         }
         self.handshakes += 1;
         self.path_heard(now, hello.path, remote, len);
+    }
+
+    /// Server: the roles of a rekey's initiation (the client changed a
+    /// path's role, see [`Session::set_path_role`]). The endpoint keeps a
+    /// session only when the path count is the same. A scheduler other
+    /// than earliest-arrival ignores an overflow role here, as a new
+    /// session with one would have been refused.
+    fn adopt_roles(&mut self, now: Instant, roles: &[PathRole]) {
+        let mut changed = false;
+        for (i, (p, &role)) in self.paths.iter_mut().zip(roles).enumerate() {
+            if p.role != role {
+                p.role = role;
+                self.sender.set_path_overflow(i, role == PathRole::Overflow);
+                changed = true;
+            }
+        }
+        if changed {
+            self.update_usable(now);
+        }
     }
 }
 

@@ -602,6 +602,111 @@ fn backup_path_carries_data_only_while_no_primary_is_up() {
     );
 }
 
+#[test]
+fn a_path_demoted_at_run_time_stops_carrying_data_both_ways_until_restored() {
+    // Path 1 is the faster one: earliest-arrival sends on it whenever it
+    // may.
+    let mut pair = connected(&[30, 10]);
+    let on_path1 = |pair: &Pair| {
+        let c = pair.client.stats(pair.now);
+        let s = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+        (c.paths[1].tx_bytes, s.paths[1].tx_bytes)
+    };
+    let (c0, s0) = on_path1(&pair);
+    pair.exchange(200, ms(5));
+    let (c1, s1) = on_path1(&pair);
+    assert!(
+        c1 - c0 > 150 * 50,
+        "path 1 idle as a primary: {} bytes",
+        c1 - c0
+    );
+    assert!(
+        s1 - s0 > 150 * 50,
+        "server left path 1 idle: {} bytes",
+        s1 - s0
+    );
+
+    let handshakes = pair.client.stats(pair.now).handshakes;
+    pair.client
+        .set_path_role(pair.now, 1, PathRole::Backup)
+        .unwrap();
+    // The server learns the new role from the rekey started at once.
+    pair.run_for(ms(100));
+    assert_eq!(pair.client.stats(pair.now).handshakes, handshakes + 1);
+    let server_roles = |pair: &Pair| {
+        let s = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+        s.paths.iter().map(|p| p.role).collect::<Vec<_>>()
+    };
+    assert_eq!(server_roles(&pair), [PathRole::Primary, PathRole::Backup]);
+    let (c2, s2) = on_path1(&pair);
+    pair.exchange(200, ms(5));
+    let (c3, s3) = on_path1(&pair);
+    // Probes and their answers only, as for a configured backup.
+    assert!(
+        c3 - c2 < 100 * 80,
+        "client used the demoted path: {} bytes",
+        c3 - c2
+    );
+    assert!(
+        s3 - s2 < 100 * 80,
+        "server used the demoted path: {} bytes",
+        s3 - s2
+    );
+    assert_eq!(pair.client.stats(pair.now).paths[1].role, PathRole::Backup);
+
+    pair.client
+        .set_path_role(pair.now, 1, PathRole::Primary)
+        .unwrap();
+    pair.run_for(ms(100));
+    assert_eq!(server_roles(&pair), [PathRole::Primary, PathRole::Primary]);
+    let (c4, s4) = on_path1(&pair);
+    pair.exchange(200, ms(5));
+    let (c5, s5) = on_path1(&pair);
+    assert!(c5 - c4 > 150 * 50, "restored path idle: {} bytes", c5 - c4);
+    assert!(
+        s5 - s4 > 150 * 50,
+        "server left the restored path idle: {} bytes",
+        s5 - s4
+    );
+    // Nothing was lost across the two rekeys.
+    pair.run_for(ms(200));
+    assert_eq!(numbers(&pair.server_got), (0..600).collect::<Vec<_>>());
+    assert_eq!(numbers(&pair.client_got), (0..600).collect::<Vec<_>>());
+}
+
+#[test]
+fn set_path_role_refuses_what_it_cannot_do() {
+    let mut pair = connected(&[10, 10]);
+    let now = pair.now;
+    assert_eq!(
+        pair.client.set_path_role(now, 2, PathRole::Backup),
+        Err(SetRoleError::UnknownPath(2))
+    );
+    let peer = pair.peer();
+    let server_session = pair.server.session_mut(peer).unwrap();
+    assert_eq!(
+        server_session.set_path_role(now, 0, PathRole::Backup),
+        Err(SetRoleError::NotClient)
+    );
+    // The same role again starts no handshake.
+    let handshakes = pair.client.stats(now).handshakes;
+    pair.client
+        .set_path_role(now, 0, PathRole::Primary)
+        .unwrap();
+    pair.run_for(ms(100));
+    assert_eq!(pair.client.stats(pair.now).handshakes, handshakes);
+
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut config = client_config(&ck, &sk.public, &[10, 10]);
+    config.session.scheduler = "min-rtt".into();
+    let mut client = Session::client(config, [7; 32]).unwrap();
+    assert_eq!(
+        client.set_path_role(Instant::ZERO, 1, PathRole::Overflow),
+        Err(SetRoleError::OverflowUnsupported("min-rtt"))
+    );
+    assert_eq!(client.stats(Instant::ZERO).paths[1].role, PathRole::Primary);
+}
+
 /// Captures the next datagram the client sends (a transport message once
 /// connected), without delivering it.
 fn capture_client_datagram(pair: &mut Pair) -> Vec<u8> {

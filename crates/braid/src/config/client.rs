@@ -28,6 +28,11 @@ pub struct ClientConfig {
     #[serde(rename = "path")]
     pub paths: Vec<Spanned<PathConfig>>,
     pub control_socket: Option<PathBuf>,
+    /// Where data caps keep each path's usage across restarts (default:
+    /// /var/lib/braid/<config file stem>.usage.json).
+    pub usage_file: Option<PathBuf>,
+    /// Serve Prometheus metrics on this TCP address.
+    pub metrics: Option<SocketAddr>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -110,7 +115,20 @@ impl Routing {
     }
 }
 
+/// Where the usage file goes when the config names none.
+pub const DEFAULT_USAGE_DIR: &str = "/var/lib/braid";
+
 impl ClientConfig {
+    /// The data caps' usage file of the config read from `config_file`.
+    pub fn usage_file(&self, config_file: &std::path::Path) -> PathBuf {
+        self.usage_file.clone().unwrap_or_else(|| {
+            let stem = config_file
+                .file_stem()
+                .map_or("client".into(), |s| s.to_string_lossy());
+            PathBuf::from(DEFAULT_USAGE_DIR).join(format!("{stem}.usage.json"))
+        })
+    }
+
     pub fn control_socket(&self) -> PathBuf {
         self.control_socket
             .clone()

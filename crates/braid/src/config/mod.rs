@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 
 pub use error::ConfigError;
-pub use values::{Role, TunnelAddr};
+pub use values::{DataCap, Period, Role, TunnelAddr};
 
 /// A config whose fields toml has read, and that checks what toml cannot.
 pub trait Validate {

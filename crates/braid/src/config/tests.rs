@@ -240,3 +240,22 @@ fn a_bad_key_names_its_field() {
         "c.toml:3: field `public_key`: key has 6 bytes, expected 32 (make one with `braid genkey`)"
     );
 }
+
+#[test]
+fn the_usage_file_defaults_to_the_config_name_and_metrics_to_off() {
+    let plain: ClientConfig = parse(Path::new("c.toml"), CLIENT).unwrap();
+    assert_eq!(plain.metrics, None);
+    assert_eq!(
+        plain.usage_file(Path::new("/etc/braid/home.toml")),
+        Path::new("/var/lib/braid/home.usage.json")
+    );
+    let text = format!("usage_file = \"/tmp/u.json\"\nmetrics = \"127.0.0.1:9851\"\n{CLIENT}");
+    let set: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
+    assert_eq!(
+        set.usage_file(Path::new("c.toml")),
+        Path::new("/tmp/u.json")
+    );
+    assert_eq!(set.metrics, Some("127.0.0.1:9851".parse().unwrap()));
+    let err = client_err(&format!("metrics = \"localhost\"\n{CLIENT}"));
+    assert!(err.starts_with("c.toml:1: field `metrics`"), "{err}");
+}

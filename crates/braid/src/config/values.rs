@@ -48,7 +48,7 @@ impl TryFrom<String> for Rate {
 }
 
 /// How long a data cap runs before it starts again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Period {
     Day,

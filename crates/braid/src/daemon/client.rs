@@ -2,7 +2,8 @@
 //! UDP socket per path, and the TUN device.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathDownReason, PathRole, Session, MAX_DATAGRAM_LEN};
@@ -12,6 +13,7 @@ use serde_json::json;
 use tracing::{debug, info};
 
 use super::control::ControlSocket;
+use super::data_cap::{DataCaps, PathSetup};
 use super::event_loop::{self, Core};
 use super::inner_addr;
 use super::{create_tun, os_seed, session_config, status_json, tunnel_mtu_for_paths};
@@ -43,6 +45,8 @@ struct Client {
     session: Session,
     counters: Counters,
     path_names: Vec<String>,
+    /// The paths' data caps, if any path has one.
+    caps: Option<DataCaps>,
     tx_buf: Box<[u8]>,
 }
 
@@ -52,7 +56,7 @@ pub fn run(args: &ClientArgs) -> Result<(), Failure> {
     refuse_unsupported(&args.config, &config)?;
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
-    tokio::task::LocalSet::new().block_on(&runtime, serve(config))
+    tokio::task::LocalSet::new().block_on(&runtime, serve(&args.config, config))
 }
 
 /// Options the config accepts but this daemon does not carry out yet: a
@@ -66,12 +70,6 @@ fn refuse_unsupported(file: &std::path::Path, config: &ClientConfig) -> Result<(
     };
     if config.routing.route_all() || !config.routing.prefixes.is_empty() {
         return refuse("[routing] (route_all, prefixes)");
-    }
-    for path in &config.paths {
-        let p = path.get_ref();
-        if p.data_cap.is_some() {
-            return refuse(&format!("path {:?}: data_cap", p.display_name()));
-        }
     }
     Ok(())
 }
@@ -102,7 +100,14 @@ fn core_role(role: Role) -> PathRole {
     }
 }
 
-async fn serve(config: ClientConfig) -> Result<(), Failure> {
+/// The wall clock in Unix seconds, for the data caps' calendar.
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+async fn serve(config_file: &Path, config: ClientConfig) -> Result<(), Failure> {
     let endpoint = config.server.endpoint;
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
@@ -137,10 +142,26 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
         os_seed(),
     )
     .map_err(|e| Failure::Usage(format!("session: {e}")))?;
+    let caps = DataCaps::start(
+        config.usage_file(config_file),
+        &config
+            .paths
+            .iter()
+            .map(|p| PathSetup {
+                name: p.get_ref().display_name(),
+                role: core_role(p.get_ref().role),
+                cap: p.get_ref().data_cap,
+            })
+            .collect::<Vec<_>>(),
+        unix_now(),
+    )
+    .map_err(Failure::Runtime)?;
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
+    let metrics = super::bind_metrics(config.metrics).await?;
     info!(
         tun = tun.name(),
+        metrics = ?config.metrics,
         mtu,
         server = %endpoint,
         paths = ?path_names,
@@ -151,9 +172,10 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
         session,
         counters: Counters::default(),
         path_names,
+        caps,
         tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
     };
-    event_loop::run(client, sockets, tun, control).await
+    event_loop::run(client, sockets, tun, control, metrics).await
 }
 
 impl Core for Client {
@@ -204,18 +226,39 @@ impl Core for Client {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.session.poll_timeout()
+        let session = self.session.poll_timeout();
+        match &self.caps {
+            Some(caps) => Some(session.map_or(caps.poll_timeout(), |t| t.min(caps.poll_timeout()))),
+            None => session,
+        }
     }
 
     fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
+        if let Some(caps) = &mut self.caps {
+            caps.handle_timeout(now, unix_now(), &mut self.session);
+        }
     }
 
-    fn status(&self, now: Instant) -> String {
+    fn stop(&mut self, now: Instant) {
+        if let Some(caps) = &mut self.caps {
+            caps.save(now);
+        }
+    }
+
+    fn status(&self, now: Instant) -> serde_json::Value {
         let c = &self.counters;
-        let doc = json!({
+        let mut session = status_json::session(&self.session.stats(now));
+        if let (Some(caps), Some(paths)) = (&self.caps, session["paths"].as_array_mut()) {
+            for (i, path) in paths.iter_mut().enumerate() {
+                if let Some(cap) = caps.status(i) {
+                    path["data_cap"] = cap;
+                }
+            }
+        }
+        json!({
             "role": "client",
-            "session": status_json::session(&self.session.stats(now)),
+            "session": session,
             "daemon": {
                 "tun_rx_packets": c.tun_rx_packets,
                 "tun_rx_refused": c.tun_rx_refused,
@@ -224,8 +267,7 @@ impl Core for Client {
                 "tun_tx_dropped": c.tun_tx_dropped,
                 "udp_send_errors": c.udp_send_errors,
             },
-        });
-        format!("{doc}\n")
+        })
     }
 }
 

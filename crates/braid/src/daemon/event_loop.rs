@@ -47,8 +47,10 @@ pub trait Core {
     fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun);
     fn poll_timeout(&self) -> Option<Instant>;
     fn handle_timeout(&mut self, now: Instant);
-    /// The `braid status --json` document.
-    fn status(&self, now: Instant) -> String;
+    /// The `braid status --json` document (and the metrics' source).
+    fn status(&self, now: Instant) -> serde_json::Value;
+    /// The daemon is stopping: last words (state to save).
+    fn stop(&mut self, _now: Instant) {}
 }
 
 /// A daemon's core with its TUN device, as a [`SocketCore`].
@@ -158,12 +160,14 @@ impl<C: SocketCore + 'static> Driver<C> {
     }
 }
 
-/// Runs `core` until SIGINT or SIGTERM.
+/// Runs `core` until SIGINT or SIGTERM, answering `braid status` on
+/// `control` and Prometheus scrapes on `metrics`.
 pub async fn run<C: Core + 'static>(
     core: C,
     sockets: Vec<PathSocket>,
     tun: Tun,
     control: ControlSocket,
+    metrics: Option<tokio::net::TcpListener>,
 ) -> Result<(), Failure> {
     let tun = Rc::new(tun);
     let driver = Rc::new(Driver::start(
@@ -198,13 +202,21 @@ pub async fn run<C: Core + 'static>(
             }
         });
     }
-    let status = Rc::new(move || driver.inspect(|c, now| c.core.status(now)));
+    let status: Rc<dyn Fn() -> serde_json::Value> = {
+        let driver = driver.clone();
+        Rc::new(move || driver.inspect(|c, now| c.core.status(now)))
+    };
+    if let Some(listener) = metrics {
+        tokio::task::spawn_local(super::metrics::serve(listener, status.clone()));
+    }
+    let text = Rc::new(move || format!("{}\n", status()));
     tokio::select! {
-        () = control.serve(status) => {}
+        () = control.serve(text) => {}
         r = super::shutdown_signal() => {
             r.map_err(|e| Failure::Runtime(format!("signals: {e}")))?;
             info!("stopping");
         }
     }
+    driver.input(|c, now| c.core.stop(now));
     Ok(())
 }

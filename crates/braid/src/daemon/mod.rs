@@ -11,8 +11,10 @@
 pub mod client;
 mod clock;
 mod control;
+mod data_cap;
 pub(crate) mod event_loop;
 mod inner_addr;
+mod metrics;
 pub mod server;
 mod status_json;
 
@@ -106,6 +108,20 @@ fn create_tun(tunnel: &TunnelConfig, default_mtu: u16) -> Result<(Tun, u16), Fai
     };
     let tun = Tun::create(&config).map_err(|e| Failure::Runtime(e.to_string()))?;
     Ok((tun, mtu))
+}
+
+/// The Prometheus endpoint's listener, bound now so that a bad address
+/// fails at start.
+async fn bind_metrics(
+    addr: Option<std::net::SocketAddr>,
+) -> Result<Option<tokio::net::TcpListener>, Failure> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::Runtime(format!("metrics {addr}: {e}")))?;
+    Ok(Some(listener))
 }
 
 /// Resolves on SIGINT or SIGTERM.

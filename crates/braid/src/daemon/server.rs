@@ -72,9 +72,6 @@ pub fn run(args: &ServerArgs) -> Result<(), Failure> {
     if config.nat.is_some() {
         return refuse("[nat]");
     }
-    if config.metrics.is_some() {
-        return refuse("metrics");
-    }
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
     tokio::task::LocalSet::new().block_on(&runtime, serve(config))
@@ -118,8 +115,10 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     .map_err(|e| Failure::Usage(format!("endpoint: {e}")))?;
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
+    let metrics = super::bind_metrics(config.metrics).await?;
     info!(
         tun = tun.name(),
+        metrics = ?config.metrics,
         mtu,
         listen = ?config.listen.get_ref(),
         peers = peers.len(),
@@ -132,7 +131,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
         counters: Counters::default(),
         tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
     };
-    event_loop::run(server, sockets, tun, control).await
+    event_loop::run(server, sockets, tun, control, metrics).await
 }
 
 impl Server {
@@ -239,7 +238,7 @@ impl Core for Server {
         self.endpoint.handle_timeout(now);
     }
 
-    fn status(&self, now: Instant) -> String {
+    fn status(&self, now: Instant) -> serde_json::Value {
         let stats = self.endpoint.stats();
         let drops: serde_json::Map<String, serde_json::Value> = stats
             .drops
@@ -264,7 +263,7 @@ impl Core for Server {
             })
             .collect();
         let c = &self.counters;
-        let doc = json!({
+        json!({
             "role": "server",
             "sessions": stats.sessions,
             "handshakes_accepted": stats.handshakes_accepted,
@@ -279,8 +278,7 @@ impl Core for Server {
                 "inner_source_refused": c.inner_source_refused,
                 "udp_send_errors": c.udp_send_errors,
             },
-        });
-        format!("{doc}\n")
+        })
     }
 }
 
