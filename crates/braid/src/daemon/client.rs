@@ -14,6 +14,7 @@ use tracing::{debug, info};
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr;
+use super::routing;
 use super::{create_tun, os_seed, session_config, status_json};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
@@ -47,9 +48,10 @@ pub fn run(args: &ClientArgs) -> Result<(), Failure> {
     let config: ClientConfig =
         config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
     refuse_unsupported(&args.config, &config)?;
+    let routing = routing::plan_for(&args.config, &config)?;
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
-    tokio::task::LocalSet::new().block_on(&runtime, serve(config))
+    tokio::task::LocalSet::new().block_on(&runtime, serve(config, routing))
 }
 
 /// Options the config accepts but this daemon does not carry out yet: a
@@ -61,9 +63,6 @@ fn refuse_unsupported(file: &std::path::Path, config: &ClientConfig) -> Result<(
             file.display()
         )))
     };
-    if config.routing.route_all() || !config.routing.prefixes.is_empty() {
-        return refuse("[routing] (route_all, prefixes)");
-    }
     for path in &config.paths {
         let p = path.get_ref();
         if p.data_cap.is_some() {
@@ -81,7 +80,7 @@ fn core_role(role: Role) -> PathRole {
     }
 }
 
-async fn serve(config: ClientConfig) -> Result<(), Failure> {
+async fn serve(config: ClientConfig, routing: Option<routing::Plan>) -> Result<(), Failure> {
     let endpoint = config.server.endpoint;
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
@@ -94,6 +93,14 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
         };
         let socket = PathSocket::client(&binding, endpoint)
             .map_err(|e| Failure::Usage(format!("path {:?}: {e}", p.display_name())))?;
+        if let Some(plan) = &routing {
+            socket.set_mark(plan.mark).map_err(|e| {
+                Failure::Runtime(format!(
+                    "path {:?}: cannot mark its packets: {e}",
+                    p.display_name()
+                ))
+            })?;
+        }
         sockets.push(socket);
         paths.push(session::PathConfig {
             name: p.display_name(),
@@ -104,6 +111,10 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
         });
     }
     let (tun, mtu) = create_tun(&config.tunnel)?;
+    // Held to the end of this function: dropping it removes the routes.
+    let _routing = routing
+        .map(|plan| routing::install(&plan, tun.name()))
+        .transpose()?;
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
     let session = Session::client(
         session::ClientConfig {
