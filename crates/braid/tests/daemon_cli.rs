@@ -42,15 +42,6 @@ fn a_malformed_config_fails_with_file_line_and_field() {
 
 #[test]
 fn options_not_built_yet_are_refused_not_ignored() {
-    let path = write(
-        "routing.toml",
-        &format!("{CLIENT}[routing]\nroute_all = true\n"),
-    );
-    let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
-    assert!(
-        err.contains("[routing] (route_all, prefixes) is not supported"),
-        "{err}"
-    );
     let path = write("cap.toml", &format!("{CLIENT}data_cap = \"50GB/month\"\n"));
     let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
     assert!(err.contains("data_cap is not supported"), "{err}");

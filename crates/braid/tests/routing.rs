@@ -102,8 +102,23 @@ impl Lab {
         );
         std::fs::write(lab.dir.join("server.toml"), server_config).unwrap();
         std::fs::write(lab.dir.join("client.toml"), client_config).unwrap();
-        lab.ip("server", &["addr", "add", &format!("{ONLY_SERVER_V4}/32"), "dev", "lo"]);
-        lab.ip("server", &["addr", "add", &format!("{ONLY_SERVER_V6}/128"), "dev", "lo"]);
+        // The lab switches IPv6 off in its namespaces; the tunnel's IPv6
+        // needs it on at both ends (the paths stay IPv4).
+        for side in ["client", "server"] {
+            for conf in ["all", "default"] {
+                let file = format!("/proc/sys/net/ipv6/conf/{conf}/disable_ipv6");
+                let out = lab.exec(side, &["sh", "-c", &format!("echo 0 > {file}")]);
+                assert!(out.status.success(), "{file}: {}", text(&out.stderr));
+            }
+        }
+        lab.ip(
+            "server",
+            &["addr", "add", &format!("{ONLY_SERVER_V4}/32"), "dev", "lo"],
+        );
+        lab.ip(
+            "server",
+            &["addr", "add", &format!("{ONLY_SERVER_V6}/128"), "dev", "lo"],
+        );
         lab
     }
 
@@ -176,7 +191,8 @@ impl Lab {
     /// The client namespace's rules of both families, and the routes of
     /// braid's table (empty when the table does not exist).
     fn client_rules_and_table(&self) -> (String, String) {
-        let rules = self.ip("client", &["rule", "show"]) + &self.ip("client", &["-6", "rule", "show"]);
+        let rules =
+            self.ip("client", &["rule", "show"]) + &self.ip("client", &["-6", "rule", "show"]);
         let mut routes = String::new();
         for family in ["-4", "-6"] {
             let out = self.exec("client", &["ip", family, "route", "show", "table", TABLE]);
@@ -233,7 +249,9 @@ impl Lab {
 
     fn ping_once(&self, dest: &str, count: u32) -> u32 {
         let count = count.to_string();
-        let argv = ["ping", "-n", "-q", "-c", &count, "-i", "0.2", "-W", "1", dest];
+        let argv = [
+            "ping", "-n", "-q", "-c", &count, "-i", "0.2", "-W", "1", dest,
+        ];
         let out = self.exec("client", &argv);
         let stdout = text(&out.stdout);
         stdout
@@ -296,16 +314,33 @@ fn stop(mut child: Child, signal: i32) {
 /// to a source address out of braid's default route.
 fn make_client_an_ordinary_host(lab: &Lab) {
     for (i, metric) in [(1, "1"), (2, "2")] {
-        lab.ip("client", &["route", "del", "198.19.0.1/32", "dev", &format!("p{i}")]);
         lab.ip(
             "client",
-            &["rule", "del", "from", &format!("198.18.{i}.2"), "lookup", &format!("10{i}")],
+            &["route", "del", "198.19.0.1/32", "dev", &format!("p{i}")],
         );
         lab.ip(
             "client",
             &[
-                "route", "add", "default", "via", &format!("198.18.{i}.1"), "dev",
-                &format!("p{i}"), "metric", metric,
+                "rule",
+                "del",
+                "from",
+                &format!("198.18.{i}.2"),
+                "lookup",
+                &format!("10{i}"),
+            ],
+        );
+        lab.ip(
+            "client",
+            &[
+                "route",
+                "add",
+                "default",
+                "via",
+                &format!("198.18.{i}.1"),
+                "dev",
+                &format!("p{i}"),
+                "metric",
+                metric,
             ],
         );
     }
@@ -336,10 +371,20 @@ fn route_all_sends_everything_but_the_paths_through_the_tunnel_and_cleans_up() {
         "31820:\tfrom all lookup main suppress_prefixlength 0",
         "31821:\tnot from all fwmark 0xca6c lookup 51820",
     ] {
-        assert_eq!(rules.matches(expected).count(), 2, "one per family:\n{rules}");
+        assert_eq!(
+            rules.matches(expected).count(),
+            2,
+            "one per family:\n{rules}"
+        );
     }
-    assert!(routes.contains(&format!("default dev {TUN}")), "{routes}");
-    assert!(routes.contains(&format!("default dev {TUN} metric")), "IPv6 too: {routes}");
+    assert!(
+        routes.contains(&format!("default dev {TUN} proto static scope link")),
+        "{routes}"
+    );
+    assert!(
+        routes.contains(&format!("default dev {TUN} proto static metric")),
+        "IPv6 too: {routes}"
+    );
 
     // Everything else goes into the tunnel; the host's own links do not.
     assert_eq!(lab.route_device(ONLY_SERVER_V4), TUN);
@@ -358,7 +403,10 @@ fn route_all_sends_everything_but_the_paths_through_the_tunnel_and_cleans_up() {
     // A crash leaves the rules behind; the next start removes them.
     lab.stop_client(libc::SIGKILL);
     let (rules, _) = lab.client_rules_and_table();
-    assert!(rules.contains("31821:"), "a killed client cannot clean up:\n{rules}");
+    assert!(
+        rules.contains("31821:"),
+        "a killed client cannot clean up:\n{rules}"
+    );
     lab.start("client");
     lab.wait_until_all_paths_up();
     assert!(
@@ -367,7 +415,11 @@ fn route_all_sends_everything_but_the_paths_through_the_tunnel_and_cleans_up() {
         lab.log("client")
     );
     let (rules, _) = lab.client_rules_and_table();
-    assert_eq!(rules.matches("31821:").count(), 2, "no duplicates:\n{rules}");
+    assert_eq!(
+        rules.matches("31821:").count(),
+        2,
+        "no duplicates:\n{rules}"
+    );
     assert_eq!(lab.ping(ONLY_SERVER_V4, 3), 3);
 
     // A clean stop removes everything.
@@ -400,7 +452,10 @@ fn prefixes_route_only_what_they_list() {
     let (rules, routes) = lab.client_rules_and_table();
     assert!(!rules.contains("31820:"), "no suppressing rule:\n{rules}");
     assert_eq!(rules.matches("31821:").count(), 1, "IPv4 only:\n{rules}");
-    assert_eq!(routes.trim(), format!("198.51.100.0/24 dev {TUN} scope link"));
+    assert_eq!(
+        routes.trim(),
+        format!("198.51.100.0/24 dev {TUN} proto static scope link")
+    );
     assert_eq!(lab.route_device(ONLY_SERVER_V4), TUN);
     assert_eq!(lab.route_device("198.19.0.1"), "p1");
     assert_eq!(lab.ping(ONLY_SERVER_V4, 5), 5);

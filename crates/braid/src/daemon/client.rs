@@ -48,10 +48,10 @@ pub fn run(args: &ClientArgs) -> Result<(), Failure> {
     let config: ClientConfig =
         config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
     refuse_unsupported(&args.config, &config)?;
-    let routing = routing::plan_for(&args.config, &config)?;
+    let routing_plan = routing::plan_for(&args.config, &config)?;
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
-    tokio::task::LocalSet::new().block_on(&runtime, serve(config, routing))
+    tokio::task::LocalSet::new().block_on(&runtime, serve(config, routing_plan))
 }
 
 /// Options the config accepts but this daemon does not carry out yet: a
@@ -80,7 +80,7 @@ fn core_role(role: Role) -> PathRole {
     }
 }
 
-async fn serve(config: ClientConfig, routing: Option<routing::Plan>) -> Result<(), Failure> {
+async fn serve(config: ClientConfig, routing_plan: Option<routing::Plan>) -> Result<(), Failure> {
     let endpoint = config.server.endpoint;
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
@@ -93,7 +93,7 @@ async fn serve(config: ClientConfig, routing: Option<routing::Plan>) -> Result<(
         };
         let socket = PathSocket::client(&binding, endpoint)
             .map_err(|e| Failure::Usage(format!("path {:?}: {e}", p.display_name())))?;
-        if let Some(plan) = &routing {
+        if let Some(plan) = &routing_plan {
             socket.set_mark(plan.mark).map_err(|e| {
                 Failure::Runtime(format!(
                     "path {:?}: cannot mark its packets: {e}",
@@ -112,7 +112,7 @@ async fn serve(config: ClientConfig, routing: Option<routing::Plan>) -> Result<(
     }
     let (tun, mtu) = create_tun(&config.tunnel)?;
     // Held to the end of this function: dropping it removes the routes.
-    let _routing = routing
+    let _installed_routing = routing_plan
         .map(|plan| routing::install(&plan, tun.name()))
         .transpose()?;
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();

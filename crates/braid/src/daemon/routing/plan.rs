@@ -21,6 +21,9 @@ use ipnet::IpNet;
 pub const MAIN_WITHOUT_DEFAULT_PRIORITY: u32 = 31820;
 /// Rule two: braid's table for every packet not marked as a path's.
 pub const TUNNEL_TABLE_PRIORITY: u32 = 31821;
+// The main table without its default routes is looked up first, so that
+// the host's more specific routes win over braid's default route.
+const _: () = assert!(MAIN_WITHOUT_DEFAULT_PRIORITY < TUNNEL_TABLE_PRIORITY);
 /// Every priority braid adds rules at; rules found there at start are
 /// leftovers of a run that could not clean up.
 pub const PRIORITIES: [u32; 2] = [MAIN_WITHOUT_DEFAULT_PRIORITY, TUNNEL_TABLE_PRIORITY];
@@ -267,8 +270,6 @@ mod tests {
             ]
         );
         assert_eq!(plan.mark, 51820);
-        // The suppressing rule is looked up first: lower priority number.
-        assert!(MAIN_WITHOUT_DEFAULT_PRIORITY < TUNNEL_TABLE_PRIORITY);
     }
 
     #[test]
