@@ -501,3 +501,29 @@ fn bad_routing_fails_with_one_clear_line() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With route_all, strict reverse-path filtering would drop the server's
+/// answers (their reverse route is braid's default route): said at start.
+#[test]
+fn strict_reverse_path_filtering_is_warned_about() {
+    if !have_root() {
+        return;
+    }
+    let paths = "[[path]]\nname = \"p1\"\nsource = \"198.18.1.2\"\n";
+    let mut lab = Lab::up(
+        "rt-rpf",
+        &["20mbit,5ms"],
+        "[routing]\nroute_all = true\n",
+        paths,
+    );
+    let strict = "echo 1 > /proc/sys/net/ipv4/conf/p1/rp_filter";
+    let out = lab.exec("client", &["sh", "-c", strict]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    lab.start("server");
+    lab.start("client");
+    let log = lab.log("client");
+    assert!(
+        log.contains("strict reverse-path filtering (rp_filter = 1) on p1 drops"),
+        "{log}"
+    );
+}
