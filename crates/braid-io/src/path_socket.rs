@@ -70,6 +70,13 @@ impl PathSocket {
         Ok(PathSocket { io, state })
     }
 
+    /// Marks every packet the socket sends with `mark` (`SO_MARK`, needs
+    /// CAP_NET_ADMIN), so that policy routing can tell the path's own
+    /// packets from the traffic routed into the tunnel.
+    pub fn set_mark(&self, mark: u32) -> io::Result<()> {
+        socket2::SockRef::from(&self.io).set_mark(mark)
+    }
+
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.local_addr()
     }

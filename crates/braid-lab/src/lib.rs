@@ -65,7 +65,7 @@ mod lock;
 mod netns;
 mod packet_socket;
 pub mod root_guard;
-mod rtnl;
+pub mod rtnl;
 pub mod state;
 mod status_text;
 mod topology;

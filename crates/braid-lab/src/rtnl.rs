@@ -70,7 +70,7 @@ impl Rtnl {
     }
 
     /// Sends one request and waits for the kernel's ack or error.
-    fn request(&mut self, message: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
+    pub fn request(&mut self, message: RouteNetlinkMessage, flags: u16) -> io::Result<()> {
         self.sequence = self.sequence.wrapping_add(1);
         let mut header = NetlinkHeader::default();
         header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;

@@ -42,16 +42,6 @@ fn a_malformed_config_fails_with_file_line_and_field() {
 
 #[test]
 fn options_not_built_yet_are_refused_not_ignored() {
-    let path = write(
-        "routing.toml",
-        &format!("{CLIENT}[routing]\nroute_all = true\n"),
-    );
-    let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
-    assert!(
-        err.contains("[routing] (route_all, prefixes) is not supported"),
-        "{err}"
-    );
-
     let server = "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
         listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"eth0\"\n";
     let path = write("nat.toml", server);

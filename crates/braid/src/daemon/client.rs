@@ -16,6 +16,7 @@ use super::control::ControlSocket;
 use super::data_cap::{DataCaps, PathSetup};
 use super::event_loop::{self, Core};
 use super::inner_addr;
+use super::routing;
 use super::{create_tun, os_seed, session_config, status_json, tunnel_mtu_for_paths};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
@@ -53,25 +54,10 @@ struct Client {
 pub fn run(args: &ClientArgs) -> Result<(), Failure> {
     let config: ClientConfig =
         config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
-    refuse_unsupported(&args.config, &config)?;
+    let routing_plan = routing::plan_for(&args.config, &config)?;
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
-    tokio::task::LocalSet::new().block_on(&runtime, serve(&args.config, config))
-}
-
-/// Options the config accepts but this daemon does not carry out yet: a
-/// clear error now rather than a setting silently ignored.
-fn refuse_unsupported(file: &std::path::Path, config: &ClientConfig) -> Result<(), Failure> {
-    let refuse = |what: &str| {
-        Err(Failure::Usage(format!(
-            "{}: {what} is not supported by this version of the daemon yet",
-            file.display()
-        )))
-    };
-    if config.routing.route_all() || !config.routing.prefixes.is_empty() {
-        return refuse("[routing] (route_all, prefixes)");
-    }
-    Ok(())
+    tokio::task::LocalSet::new().block_on(&runtime, serve(&args.config, config, routing_plan))
 }
 
 /// The tunnel MTU when the config names none: fitted to the MTUs of the
@@ -107,7 +93,11 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-async fn serve(config_file: &Path, config: ClientConfig) -> Result<(), Failure> {
+async fn serve(
+    config_file: &Path,
+    config: ClientConfig,
+    routing_plan: Option<routing::Plan>,
+) -> Result<(), Failure> {
     let endpoint = config.server.endpoint;
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
@@ -120,6 +110,14 @@ async fn serve(config_file: &Path, config: ClientConfig) -> Result<(), Failure> 
         };
         let socket = PathSocket::client(&binding, endpoint)
             .map_err(|e| Failure::Usage(format!("path {:?}: {e}", p.display_name())))?;
+        if let Some(plan) = &routing_plan {
+            socket.set_mark(plan.mark).map_err(|e| {
+                Failure::Runtime(format!(
+                    "path {:?}: cannot mark its packets: {e}",
+                    p.display_name()
+                ))
+            })?;
+        }
         sockets.push(socket);
         paths.push(session::PathConfig {
             name: p.display_name(),
@@ -130,6 +128,10 @@ async fn serve(config_file: &Path, config: ClientConfig) -> Result<(), Failure> 
         });
     }
     let (tun, mtu) = create_tun(&config.tunnel, mtu_from_paths(&config))?;
+    // Held to the end of this function: dropping it removes the routes.
+    let _installed_routing = routing_plan
+        .map(|plan| routing::install(&plan, tun.name()))
+        .transpose()?;
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
     let session = Session::client(
         session::ClientConfig {
