@@ -19,6 +19,7 @@ use tracing::{debug, info};
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr::{addresses, flow_id};
+use super::nat::{self, NatTable};
 use super::{create_tun, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
@@ -69,8 +70,9 @@ pub fn run(args: &ServerArgs) -> Result<(), Failure> {
             args.config.display()
         )))
     };
-    if config.nat.is_some() {
-        return refuse("[nat]");
+    if let Some(nat) = &config.nat {
+        nat::check_uplink(&nat.uplink)
+            .map_err(|e| Failure::Usage(format!("{}: {e}", args.config.display())))?;
     }
     if config.metrics.is_some() {
         return refuse("metrics");
@@ -86,6 +88,24 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
     let (tun, mtu) = create_tun(&config.tunnel)?;
+    let _nat = match &config.nat {
+        Some(nat) => {
+            let nets = config
+                .peers
+                .iter()
+                .flat_map(|p| p.get_ref().allowed.iter())
+                .chain(config.tunnel.ipv4.iter().map(|a| &a.get_ref().0))
+                .chain(config.tunnel.ipv6.iter().map(|a| &a.get_ref().0));
+            let (ipv4, ipv6) = nets.fold((false, false), |(v4, v6), net| {
+                (
+                    v4 || matches!(net, IpNet::V4(_)),
+                    v6 || matches!(net, IpNet::V6(_)),
+                )
+            });
+            Some(NatTable::create(tun.name(), &nat.uplink, ipv4, ipv6)?)
+        }
+        None => None,
+    };
     let peers: Vec<Peer> = config
         .peers
         .iter()
