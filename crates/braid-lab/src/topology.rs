@@ -274,7 +274,9 @@ fn nat_path(
 }
 
 /// Switches forwarding on in the emulator namespace and masquerades what
-/// leaves each NAT's outer interface (table `ip braid_lab_nat`).
+/// leaves each NAT's outer interface (table `ip braid_lab_nat`), with a
+/// random port per mapping as a carrier-grade NAT picks them: a mapping
+/// deleted with `conntrack -D` comes back on a new port, a rebinding.
 fn masquerade(emu: &str, nats: &[&NatLayout]) -> Result<(), LabError> {
     let table = Table {
         family: "ip",
@@ -285,6 +287,7 @@ fn masquerade(emu: &str, nats: &[&NatLayout]) -> Result<(), LabError> {
         .map(|n| Masquerade {
             iifname: None,
             oifname: n.outer_iface.clone(),
+            fully_random_ports: true,
         })
         .collect();
     netns::run_in(emu, || {

@@ -43,6 +43,10 @@ pub struct Table {
 pub struct Masquerade {
     pub iifname: Option<String>,
     pub oifname: String,
+    /// A random port for every new mapping (`fully-random`), as
+    /// carrier-grade NATs do: a mapping the NAT forgets comes back on
+    /// another port. Otherwise the NAT keeps the source port when it can.
+    pub fully_random_ports: bool,
 }
 
 /// The chain every table of this crate's making holds its NAT rules in.
@@ -80,7 +84,11 @@ impl Table {
                 expr.push(meta_is("iifname", iif));
             }
             expr.push(meta_is("oifname", &rule.oifname));
-            expr.push(json!({"masquerade": null}));
+            expr.push(if rule.fully_random_ports {
+                json!({"masquerade": {"flags": "fully-random"}})
+            } else {
+                json!({"masquerade": null})
+            });
             commands.push(json!({"add": {"rule": {
                 "family": self.family,
                 "table": self.name,
@@ -146,6 +154,7 @@ mod tests {
         let ruleset = table().replace_with_masquerade(&[Masquerade {
             iifname: Some("braid0".into()),
             oifname: "eth0".into(),
+            fully_random_ports: false,
         }]);
         let commands = ruleset["nftables"].as_array().unwrap();
         let verbs: Vec<&str> = commands
@@ -162,13 +171,15 @@ mod tests {
     }
 
     #[test]
-    fn a_rule_without_an_input_interface_matches_the_output_only() {
+    fn a_rule_without_an_input_interface_matches_the_output_only_and_may_randomize_ports() {
         let ruleset = table().replace_with_masquerade(&[Masquerade {
             iifname: None,
             oifname: "w1".into(),
+            fully_random_ports: true,
         }]);
         let expr = &ruleset["nftables"][4]["add"]["rule"]["expr"];
         assert_eq!(expr.as_array().unwrap().len(), 2);
         assert_eq!(expr[0]["match"]["right"], "w1");
+        assert_eq!(expr[1]["masquerade"]["flags"], "fully-random");
     }
 }

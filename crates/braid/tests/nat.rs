@@ -275,7 +275,10 @@ fn behind_nats_the_tunnel_carries_ping_and_tcp_and_the_server_sees_the_nats() {
     }
     let nft = lab.in_emulator(&["nft", "list", "table", "ip", "braid_lab_nat"]);
     let rules = String::from_utf8_lossy(&nft.stdout);
-    for w in ["oifname \"w1\" masquerade", "oifname \"w2\" masquerade"] {
+    for w in [
+        "oifname \"w1\" masquerade fully-random",
+        "oifname \"w2\" masquerade fully-random",
+    ] {
         assert!(rules.contains(w), "no {w:?} in {rules}");
     }
 }

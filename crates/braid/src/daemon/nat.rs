@@ -58,6 +58,7 @@ impl NatTable {
         braid_nft::apply(&table.replace_with_masquerade(&[Masquerade {
             iifname: Some(tun.to_owned()),
             oifname: uplink.to_owned(),
+            fully_random_ports: false,
         }]))
         .map_err(|e| Failure::Runtime(format!("[nat]: {e}")))?;
         // From here on, an error deletes the table again (drop).
