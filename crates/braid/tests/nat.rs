@@ -3,7 +3,9 @@
 //! and the server's own `[nat]` masquerading the tunnel out of an uplink.
 //! Needs root (namespaces, TUN, nftables); skips without it, fails in CI.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -209,10 +211,64 @@ fn wait_output(mut child: Child, what: &str, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
-fn received_bps(doc: &Value) -> f64 {
-    doc["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
+/// What the iperf3 receiver counted, in bytes.
+fn received_bytes(doc: &Value) -> u64 {
+    doc["end"]["sum_received"]["bytes"]
+        .as_u64()
         .expect("iperf3 reports what it received")
+}
+
+/// What one TCP transfer carries: a fixed amount, so that a slow run on a
+/// loaded machine takes longer instead of failing (correctness, not speed).
+const TRANSFER_BYTES: usize = 1 << 20;
+
+/// Runs `f` on a thread inside network namespace `ns`; sockets it makes
+/// stay in that namespace.
+fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let file = std::fs::File::open(format!("/run/netns/{ns}")).unwrap();
+                // SAFETY: setns on this thread only, with a namespace fd
+                // that stays open for the call.
+                let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+                assert_eq!(r, 0, "setns {ns}: {}", std::io::Error::last_os_error());
+                f()
+            })
+            .join()
+            .unwrap()
+    })
+}
+
+/// One TCP connection from the lab's client namespace to `listener`
+/// carrying [`TRANSFER_BYTES`]; checks that every byte arrived as sent and
+/// returns the sender's address as the receiver saw it.
+fn tcp_transfer(lab: &Lab, listener: TcpListener) -> SocketAddr {
+    let target = listener.local_addr().unwrap();
+    let receiver = std::thread::spawn(move || {
+        let (mut stream, peer) = listener.accept().unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).unwrap();
+        (got, peer)
+    });
+    let mut stream = in_netns(&format!("braid-{}-client", lab.name), || {
+        TcpStream::connect_timeout(&target, PATIENCE)
+    })
+    .unwrap_or_else(|e| panic!("connecting to {target}: {e}"));
+    stream.set_write_timeout(Some(PATIENCE)).unwrap();
+    let sent: Vec<u8> = (0..TRANSFER_BYTES).map(|i| (i % 251) as u8).collect();
+    stream.write_all(&sent).unwrap();
+    stream.shutdown(Shutdown::Write).unwrap();
+    let (got, peer) = receiver.join().unwrap();
+    assert!(
+        got == sent,
+        "TCP to {target}: {} of {} bytes arrived, equal: {}",
+        got.len(),
+        sent.len(),
+        got.len() == sent.len() && got == sent
+    );
+    peer
 }
 
 #[test]
@@ -243,23 +299,15 @@ fn behind_nats_the_tunnel_carries_ping_and_tcp_and_the_server_sees_the_nats() {
     assert_eq!(states, ["up", "up"]);
     assert_eq!(ping(&lab, SERVER_TUN, 5), 5);
 
-    let mut server = lab
-        .exec_command("server", &["iperf3", "-s", "-1", "-B", SERVER_TUN])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let out = wait_output(
-        iperf_client(&lab, SERVER_TUN, 3).spawn().unwrap(),
-        "iperf3",
-        PATIENCE,
+    let listener = in_netns(&format!("braid-{}-server", lab.name), || {
+        TcpListener::bind((SERVER_TUN, 5201)).unwrap()
+    });
+    let peer = tcp_transfer(&lab, listener);
+    assert_eq!(
+        peer.ip().to_string(),
+        "10.77.0.2",
+        "inside the tunnel: {peer}"
     );
-    let _ = server.kill();
-    let _ = server.wait();
-    let out = ok("iperf3 through the NATed tunnel", out);
-    // A correctness bound: TCP gets through (the paths sum to 10 Mbit/s).
-    let bps = received_bps(&json(&out));
-    assert!(bps > 256e3, "TCP through the tunnel: {bps} bit/s");
 
     let remotes = server_remotes(&tunnel_socket(&lab, "server"));
     assert_eq!(remotes.len(), 2);
@@ -307,7 +355,7 @@ fn a_nat_rebinding_mid_transfer_is_survived() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let secs = 8;
+    let secs: u32 = 8;
     let client = iperf_client(&lab, SERVER_TUN, secs).spawn().unwrap();
     std::thread::sleep(Duration::from_secs(3));
 
@@ -356,7 +404,10 @@ fn a_nat_rebinding_mid_transfer_is_survived() {
         "nothing moved in the last interval ({:?} after the rebinding): {intervals:?}",
         rebound_at.elapsed()
     );
-    assert!(received_bps(&doc) > 256e3);
+    // 8 s on 10 Mbit/s of paths: far more than this even on a loaded
+    // machine (the rebinding itself costs at most a round trip or two).
+    let bytes = received_bytes(&doc);
+    assert!(bytes > 1_000_000, "{bytes} bytes in {secs} s");
 
     let after = server_remotes(&socket);
     let port = |r: &str| -> u16 { r.rsplit(':').next().unwrap().parse().unwrap() };
@@ -561,27 +612,15 @@ fn the_servers_nat_masquerades_the_tunnel_out_of_its_uplink() {
         "server log: {}",
         log("server")
     );
-    let far = Command::new("ip")
-        .args(["netns", "exec", &beyond, "iperf3", "-s", "-1", "-J"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let out = wait_output(
-        iperf_client(&lab, "203.0.113.2", 2).spawn().unwrap(),
-        "iperf3",
-        PATIENCE,
-    );
-    let far = wait_output(far, "iperf3 -s", PATIENCE);
-    ok("iperf3 out of the uplink", out);
-    let far = json(&ok("iperf3 -s beyond the uplink", far));
+    let listener = in_netns(&beyond, || {
+        TcpListener::bind(("203.0.113.2", 5201)).unwrap()
+    });
+    let peer = tcp_transfer(&lab, listener);
     assert_eq!(
-        far["start"]["connected"][0]["remote_host"], "203.0.113.1",
-        "the far host sees the uplink's address: {}",
-        far["start"]["connected"]
+        peer.ip().to_string(),
+        "203.0.113.1",
+        "the far host sees the uplink's address"
     );
-    assert!(received_bps(&far) > 256e3);
 
     // Stopping the server deletes the table.
     let server = lab.children.remove(0);
