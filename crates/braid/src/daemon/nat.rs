@@ -16,8 +16,10 @@
 use std::ffi::CString;
 
 use braid_nft::{Masquerade, NftError, Table};
+use ipnet::IpNet;
 use tracing::{info, warn};
 
+use crate::config::server::ServerConfig;
 use crate::Failure;
 
 /// The sysctl that lets the kernel forward each family.
@@ -41,6 +43,28 @@ pub fn check_uplink(uplink: &str) -> Result<(), String> {
     }
 }
 
+/// The server's `[nat]` table, if the config asks for one, for the TUN
+/// device `tun`. The families to forward are those of the tunnel's own
+/// addresses and of every client's allowed prefixes.
+pub fn start(config: &ServerConfig, tun: &str) -> Result<Option<NatTable>, Failure> {
+    let Some(nat) = &config.nat else {
+        return Ok(None);
+    };
+    let nets = config
+        .peers
+        .iter()
+        .flat_map(|p| p.get_ref().allowed.iter())
+        .chain(config.tunnel.ipv4.iter().map(|a| &a.get_ref().0))
+        .chain(config.tunnel.ipv6.iter().map(|a| &a.get_ref().0));
+    let (ipv4, ipv6) = nets.fold((false, false), |(v4, v6), net| {
+        (
+            v4 || matches!(net, IpNet::V4(_)),
+            v6 || matches!(net, IpNet::V6(_)),
+        )
+    });
+    NatTable::create(tun, &nat.uplink, ipv4, ipv6).map(Some)
+}
+
 /// The NAT table while the server runs; deleted on drop.
 pub struct NatTable {
     table: Table,
@@ -50,7 +74,7 @@ impl NatTable {
     /// Makes the table, replacing a stale one, and switches forwarding on
     /// for the families the tunnel carries (the table first: if nft is
     /// missing, nothing is changed).
-    pub fn create(tun: &str, uplink: &str, ipv4: bool, ipv6: bool) -> Result<NatTable, Failure> {
+    fn create(tun: &str, uplink: &str, ipv4: bool, ipv6: bool) -> Result<NatTable, Failure> {
         let table = Table {
             family: "inet",
             name: table_name(tun),

@@ -19,7 +19,7 @@ use tracing::{debug, info};
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr::{addresses, flow_id};
-use super::nat::{self, NatTable};
+use super::nat;
 use super::{create_tun, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
@@ -88,24 +88,8 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
     let (tun, mtu) = create_tun(&config.tunnel)?;
-    let _nat = match &config.nat {
-        Some(nat) => {
-            let nets = config
-                .peers
-                .iter()
-                .flat_map(|p| p.get_ref().allowed.iter())
-                .chain(config.tunnel.ipv4.iter().map(|a| &a.get_ref().0))
-                .chain(config.tunnel.ipv6.iter().map(|a| &a.get_ref().0));
-            let (ipv4, ipv6) = nets.fold((false, false), |(v4, v6), net| {
-                (
-                    v4 || matches!(net, IpNet::V4(_)),
-                    v6 || matches!(net, IpNet::V6(_)),
-                )
-            });
-            Some(NatTable::create(tun.name(), &nat.uplink, ipv4, ipv6)?)
-        }
-        None => None,
-    };
+    // Deleted again when `serve` returns, on a signal or an error.
+    let _nat = nat::start(&config, tun.name())?;
     let peers: Vec<Peer> = config
         .peers
         .iter()
