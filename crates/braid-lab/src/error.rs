@@ -40,6 +40,8 @@ pub enum LabError {
     EmulatorStart(String),
     #[error("emulator control: {0}")]
     Control(String),
+    #[error("the lab's NAT (--nat): {0}")]
+    Nat(braid_nft::NftError),
 }
 
 impl LabError {
@@ -66,7 +68,8 @@ impl LabError {
             | LabError::Command { .. }
             | LabError::Io { .. }
             | LabError::EmulatorStart(_)
-            | LabError::Control(_) => 1,
+            | LabError::Control(_)
+            | LabError::Nat(_) => 1,
         }
     }
 }

@@ -24,6 +24,9 @@ pub struct UpOptions {
     /// Seeds the loss generators; `None` picks one from the clock.
     pub seed: Option<u64>,
     pub emulator: EmulatorProgram,
+    /// Puts each path behind a masquerading NAT of its own (nftables in
+    /// the emulator namespace; needs the `nft` program).
+    pub nat: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +42,9 @@ pub struct LabStatus {
     pub name: String,
     pub namespaces: Namespaces,
     pub server_addr: std::net::Ipv4Addr,
+    /// Whether each path is behind a NAT of its own (`up --nat`; each
+    /// path's `nat` says where).
+    pub nat: bool,
     pub emulator: Option<EmulatorStatus>,
     pub paths: Vec<PathReport>,
 }
@@ -140,8 +146,13 @@ fn plan(layout: &LabLayout, opts: &UpOptions) -> Result<LabConfig, LabError> {
         if paths.iter().any(|p| p.layout.name == name) {
             return Err(LabError::DuplicatePath(name));
         }
+        let layout = PathLayout::new(index, &name);
         paths.push(PathConfig {
-            layout: PathLayout::new(index, &name),
+            layout: if opts.nat {
+                layout.behind_nat(index)
+            } else {
+                layout
+            },
             spec: text.clone(),
             cwd: cwd.clone(),
         });
@@ -256,6 +267,7 @@ pub fn status(name: &str) -> Result<LabStatus, LabError> {
         })
         .collect();
     Ok(LabStatus {
+        nat: config.paths.iter().any(|p| p.layout.nat.is_some()),
         name: config.name,
         namespaces: config.namespaces,
         server_addr: config.server_addr,

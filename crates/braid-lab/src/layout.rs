@@ -18,6 +18,11 @@ pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 19, 0, 1);
 pub const MAX_PATHS: usize = 32;
 /// Policy routing tables for "from the address of path i" start here.
 const TABLE_BASE: u32 = 100;
+/// With `up --nat`, path i's NAT reaches the server over
+/// `198.18.<NAT_SUBNET_BASE + i>.0/24`, above every path's own /24.
+const NAT_SUBNET_BASE: u8 = 128;
+/// The nftables table (family `ip`) of the NATs in the emulator namespace.
+pub const NAT_TABLE: &str = "braid_lab_nat";
 /// Path names that cannot name an interface in a namespace: `lo` is there
 /// already, and the kernel refuses `all` and `default` (they would clash
 /// with `net.ipv4.conf.all` and `.default`).
@@ -94,6 +99,26 @@ pub struct PathLayout {
     pub emu_server_iface: String,
     /// The routing table that sends traffic from `client_addr` over this path.
     pub table: u32,
+    /// The path's masquerading NAT (`up --nat`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nat: Option<NatLayout>,
+}
+
+/// A path's NAT, in the emulator namespace between the path's emulated link
+/// and the server: the client's gateway is the NAT, and the server sees
+/// the NAT's address and ports, as a server on the internet sees a client
+/// behind a home router or carrier-grade NAT.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NatLayout {
+    /// The NAT's interface at the end of the emulated link; it holds the
+    /// path's `gateway`.
+    pub inner_iface: String,
+    /// The NAT's interface facing the server, and its address there: the
+    /// source address the server sees on this path.
+    pub outer_iface: String,
+    pub outer_addr: Ipv4Addr,
+    /// The server's address on the link from the NAT.
+    pub server_addr: Ipv4Addr,
 }
 
 impl PathLayout {
@@ -112,6 +137,21 @@ impl PathLayout {
             emu_client_iface: format!("c{}", index + 1),
             emu_server_iface: format!("s{}", index + 1),
             table: TABLE_BASE + index as u32 + 1,
+            nat: None,
+        }
+    }
+
+    /// The same path behind a NAT of its own.
+    pub fn behind_nat(self, index: usize) -> PathLayout {
+        let subnet = NAT_SUBNET_BASE + u8::try_from(index + 1).expect("index below MAX_PATHS");
+        PathLayout {
+            nat: Some(NatLayout {
+                inner_iface: format!("n{}", index + 1),
+                outer_iface: format!("w{}", index + 1),
+                outer_addr: Ipv4Addr::new(198, 18, subnet, 2),
+                server_addr: Ipv4Addr::new(198, 18, subnet, 1),
+            }),
+            ..self
         }
     }
 
@@ -121,6 +161,10 @@ impl PathLayout {
     }
     pub fn server_mac(&self) -> [u8; 6] {
         [0x02, 0x62, 0x72, self.client_addr.octets()[2], 0x00, 0x01]
+    }
+    /// The server's MAC on the link from the path's NAT.
+    pub fn nat_server_mac(&self) -> [u8; 6] {
+        [0x02, 0x62, 0x72, self.client_addr.octets()[2], 0x01, 0x01]
     }
 }
 
@@ -136,6 +180,9 @@ mod tests {
         assert!(p.emu_client_iface.len() <= 15);
         assert_eq!(p.client_addr, Ipv4Addr::new(198, 18, 32, 2));
         assert_ne!(p.client_mac(), p.server_mac());
+        let nat = p.behind_nat(MAX_PATHS - 1).nat.unwrap();
+        assert_eq!(nat.outer_addr, Ipv4Addr::new(198, 18, 160, 2));
+        assert!(nat.inner_iface.len() <= 15 && nat.outer_iface.len() <= 15);
     }
 
     #[test]

@@ -18,6 +18,16 @@
 //! `netns`), not by running `ip` or `ethtool`: no name a user gives is
 //! ever parsed as a command's keyword, and no tool needs to be installed.
 //!
+//! With `up --nat`, each path ends at a NAT in the emulator namespace
+//! instead of at the server: `s<i>` is paired with `n<i>` there, which
+//! holds the client's gateway address `198.18.<i>.1` (and MAC), and a plain
+//! veth pair `w<i>` (`198.18.<128+i>.2`) to the server's path interface
+//! (`198.18.<128+i>.1`) carries the path on, unemulated. Traffic from the
+//! path's client address is routed out of `w<i>` and masqueraded there
+//! (nftables table `ip braid_lab_nat`, written with the `nft` program,
+//! which `--nat` needs), so the server sees `198.18.<128+i>.2` and a port
+//! of the NAT's choosing.
+//!
 //! # Why AF_PACKET on veth, not TUN
 //!
 //! A TUN relay puts a routing decision and a full IP receive/transmit in the

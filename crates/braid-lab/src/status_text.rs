@@ -88,6 +88,13 @@ pub fn render_status(s: &LabStatus) -> String {
             "  path {}: client {} on {} via {}, spec {}",
             p.layout.name, p.layout.client_addr, p.layout.client_iface, p.layout.gateway, p.spec
         );
+        if let Some(nat) = &p.layout.nat {
+            let _ = writeln!(
+                out,
+                "    behind a NAT: the server sees {} (NAT {} -> {})",
+                nat.outer_addr, nat.inner_iface, nat.outer_iface
+            );
+        }
         direction(&mut out, "up  ", &p.up);
         direction(&mut out, "down", &p.down);
     }

@@ -69,6 +69,7 @@ pub fn run(seconds: u64) -> Result<(), Failure> {
             program,
             args: vec!["lab".into(), "_emulate".into()],
         },
+        nat: false,
     })
     .map_err(lab_failure)?;
     let _guard = LabGuard;

@@ -39,6 +39,9 @@ pub enum LabCommand {
         /// Also start a braid server and client with fresh keys, one braid path per emulated path
         #[arg(long)]
         tunnel: bool,
+        /// Put each path behind a masquerading NAT of its own, in the emulator namespace (needs nft)
+        #[arg(long)]
+        nat: bool,
     },
     /// Run a command inside the client or server namespace
     Exec {
@@ -121,6 +124,7 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
             name,
             seed,
             tunnel,
+            nat,
         } => {
             let program =
                 std::env::current_exe().map_err(LabError::io("locating the braid binary"))?;
@@ -132,6 +136,7 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
                     program,
                     args: vec!["lab".into(), "_emulate".into()],
                 },
+                nat,
             })?;
             if tunnel {
                 if let Err(e) = crate::lab_tunnel::start(&status) {

@@ -197,5 +197,23 @@ pub fn guide(lab: &LabStatus) -> String {
          \x20 braid lab down{n}\n",
         listen(lab),
         socket(name, "client").display(),
+    ) + &nat_guide(lab)
+}
+
+/// With `--nat`: where to see that the server knows the paths by their
+/// NATs' addresses, and how to make a NAT rebind a path.
+fn nat_guide(lab: &LabStatus) -> String {
+    let Some(nat) = lab.paths.first().and_then(|p| p.layout.nat.as_ref()) else {
+        return String::new();
+    };
+    format!(
+        "each path is behind its own NAT (nftables in {emu}); the server sees them as {outer}, ...:
+           braid status --socket {server}
+           ip netns exec {emu} conntrack -D -p udp --orig-src {client}   # the NAT forgets the path's mapping
+",
+        emu = lab.namespaces.emulator,
+        outer = nat.outer_addr,
+        server = socket(&lab.name, "server").display(),
+        client = lab.paths[0].layout.client_addr,
     )
 }

@@ -1,11 +1,9 @@
-//! braid: multipath bonding. This binary runs the simulator (`bench`,
-//! `demo`) and the network-namespace lab (`lab`).
+//! braid: multipath bonding. This binary runs the tunnel's daemons
+//! (`client`, `server`, `status`, `genkey`, `pubkey`), the reliable transfer
+//! (`send`, `recv`), the simulator (`bench`, `demo`) and the
+//! network-namespace lab (`lab`).
 
 mod bench;
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the daemons that read it land next")
-)]
 mod config;
 mod daemon;
 mod demo;

@@ -41,12 +41,15 @@ fn a_malformed_config_fails_with_file_line_and_field() {
 }
 
 #[test]
-fn options_not_built_yet_are_refused_not_ignored() {
+fn a_missing_nat_uplink_is_named_at_start() {
     let server = "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-        listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"eth0\"\n";
+        listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n";
     let path = write("nat.toml", server);
     let err = one_line_error(&braid(&["server", "--config", path.to_str().unwrap()]));
-    assert!(err.contains("[nat] is not supported"), "{err}");
+    assert!(
+        err.contains("nat.toml: [nat] uplink: interface \"nosuchif0\" does not exist"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -55,6 +55,7 @@ pub fn options(name: &str, specs: &[&str]) -> UpOptions {
         specs: specs.iter().map(|s| s.to_string()).collect(),
         seed: Some(1),
         emulator: emulator(),
+        nat: false,
     }
 }
 

@@ -15,6 +15,7 @@ mod data_cap;
 pub(crate) mod event_loop;
 mod inner_addr;
 mod metrics;
+mod nat;
 mod routing;
 pub mod server;
 mod status_json;

@@ -19,6 +19,7 @@ use tracing::{debug, info};
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr::{addresses, flow_id};
+use super::nat;
 use super::{create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
@@ -63,14 +64,9 @@ struct Server {
 pub fn run(args: &ServerArgs) -> Result<(), Failure> {
     let config: ServerConfig =
         config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
-    let refuse = |what: &str| {
-        Err(Failure::Usage(format!(
-            "{}: {what} is not supported by this version of the daemon yet",
-            args.config.display()
-        )))
-    };
-    if config.nat.is_some() {
-        return refuse("[nat]");
+    if let Some(nat) = &config.nat {
+        nat::check_uplink(&nat.uplink)
+            .map_err(|e| Failure::Usage(format!("{}: {e}", args.config.display())))?;
     }
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
@@ -83,6 +79,8 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
     let (tun, mtu) = create_tun(&config.tunnel, default_tunnel_mtu())?;
+    // Deleted again when `serve` returns, on a signal or an error.
+    let _nat = nat::start(&config, tun.name())?;
     let peers: Vec<Peer> = config
         .peers
         .iter()
