@@ -13,17 +13,12 @@ use std::time::{Duration, Instant};
 use braid_lab::root_guard::have_root_or_skip as have_root;
 use serde_json::Value;
 
+mod common;
+use common::{braid, genkey, pubkey, run, stop};
+
 const SERVER_TUN: &str = "10.77.0.1";
 /// Generous: these tests must pass beside a CPU-heavy job.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn braid() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_braid"))
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().expect("run a command")
-}
 
 fn ok(what: &str, out: Output) -> Output {
     assert!(
@@ -108,23 +103,6 @@ impl Drop for Lab {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
-}
-
-/// SIGTERM, then SIGKILL if it has not ended within 5 s.
-fn stop(mut child: Child) {
-    // SAFETY: signalling a child this test started, by its pid.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 fn daemon_status(socket: &Path) -> Value {
@@ -422,28 +400,6 @@ fn a_nat_rebinding_mid_transfer_is_survived() {
     for p in client_status["session"]["paths"].as_array().unwrap() {
         assert_eq!(p["state"], "up", "{p}");
     }
-}
-
-fn genkey() -> String {
-    let out = ok("genkey", run(braid().arg("genkey")));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-fn pubkey(private: &str) -> String {
-    let mut child = braid()
-        .arg("pubkey")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(private.as_bytes())
-        .unwrap();
-    let out = ok("pubkey", child.wait_with_output().unwrap());
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 /// `braid SIDE --config DIR/SIDE.toml` in the lab's namespace of `side`,

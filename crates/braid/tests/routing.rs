@@ -4,9 +4,8 @@
 //! (or, after it was killed, when it starts again). Needs root (namespaces,
 //! TUN); skips without it, fails in CI.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use braid_lab::root_guard::have_root_or_skip as have_root;
@@ -14,42 +13,16 @@ use serde_json::Value;
 
 /// Addresses on the server namespace's loopback that the lab routes
 /// nowhere: only the tunnel reaches them.
+mod common;
+use common::{braid, genkey, pubkey, run, stop_with as stop};
+
 const ONLY_SERVER_V4: &str = "198.51.100.7";
 const ONLY_SERVER_V6: &str = "2001:db8:51::7";
 const TABLE: &str = "51820";
 const TUN: &str = "braid0";
 
-fn braid() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_braid"))
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().expect("run a command")
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn genkey() -> String {
-    let out = run(braid().arg("genkey"));
-    assert!(out.status.success());
-    text(&out.stdout).trim().to_owned()
-}
-
-fn pubkey(private: &str) -> String {
-    let mut child = braid()
-        .arg("pubkey")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(private.as_bytes()).unwrap();
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    text(&out.stdout).trim().to_owned()
 }
 
 /// A lab with a braid server and client; everything stopped and removed on
@@ -289,23 +262,6 @@ impl Drop for Lab {
         let _ = run(braid().args(["lab", "down", "--name", &self.name]));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// Sends `signal`, then SIGKILL if the child has not ended within 2 s.
-fn stop(mut child: Child, signal: i32) {
-    // SAFETY: signalling a child this test started, by its pid.
-    unsafe {
-        libc::kill(child.id() as i32, signal);
-    }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Makes the client namespace an ordinary dual-homed host: one default

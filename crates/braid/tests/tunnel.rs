@@ -2,7 +2,6 @@
 //! namespaces, one braid path per emulated path, traffic through the TUN
 //! devices. Needs root (namespaces, TUN); skips without it, fails in CI.
 
-use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -11,45 +10,16 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
+mod common;
+use common::{braid, genkey, pubkey, run, stop};
+
 const SERVER_TUN: &str = "10.77.0.1";
 const CLIENT_TUN: &str = "10.77.0.2";
 const SERVER_TUN6: &str = "fd77::1";
 const CLIENT_TUN6: &str = "fd77::2";
 const SECOND_CLIENT_TUN: &str = "10.77.0.3";
 
-fn braid() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_braid"))
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().expect("run a command")
-}
-
 use braid_lab::root_guard::have_root_or_skip as have_root;
-
-fn genkey() -> String {
-    let out = run(braid().arg("genkey"));
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-fn pubkey(private: &str) -> String {
-    let mut child = braid()
-        .arg("pubkey")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(private.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 /// Lines added to the generated configs: top-level lines of the server's
 /// and the client's, and lines for each client path in turn.
@@ -310,23 +280,6 @@ impl Drop for Tunnel {
         let _ = run(braid().args(["lab", "down", "--name", &self.lab]));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// SIGTERM, then SIGKILL if it has not ended within 2 s.
-fn stop(mut child: Child) {
-    // SAFETY: signalling a child this test started, by its pid.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Pings `to` from the client `count` times at 0.2 s; returns how many
