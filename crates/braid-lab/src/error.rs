@@ -11,6 +11,10 @@ pub enum LabError {
     BadName(String),
     #[error("bad path spec {spec:?}: {source}")]
     Spec { spec: String, source: SpecError },
+    #[error("bad path spec {spec:?}: {why}")]
+    DirectSpec { spec: String, why: String },
+    #[error("path {0:?} is a direct veth pair: it has no emulator settings to change")]
+    DirectPathSet(String),
     #[error("no --path given: a lab needs at least one path")]
     NoPaths,
     #[error("at most {max} paths per lab, {given} given")]
@@ -54,6 +58,8 @@ impl LabError {
             LabError::NotRoot
             | LabError::BadName(_)
             | LabError::Spec { .. }
+            | LabError::DirectSpec { .. }
+            | LabError::DirectPathSet(_)
             | LabError::NoPaths
             | LabError::TooManyPaths { .. }
             | LabError::DuplicatePath(_)

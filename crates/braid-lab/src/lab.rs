@@ -10,7 +10,7 @@ use crate::iface::IfaceControl;
 use crate::layout::{LabLayout, PathLayout, MAX_PATHS, SERVER_ADDR};
 use crate::lock::LabLock;
 use crate::state::{parse_spec, LabConfig, Namespaces, PathConfig};
-use crate::{daemon, netns, topology, LabError};
+use crate::{daemon, direct, netns, topology, LabError};
 
 /// How long `up` waits for the emulator to answer its first request.
 const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -135,8 +135,10 @@ fn plan(layout: &LabLayout, opts: &UpOptions) -> Result<LabConfig, LabError> {
     let cwd = std::env::current_dir().map_err(LabError::io("current directory"))?;
     let mut paths: Vec<PathConfig> = Vec::with_capacity(opts.specs.len());
     for (index, text) in opts.specs.iter().enumerate() {
-        let spec = parse_spec(text, &cwd)?;
-        let name = spec.name_or_default(index);
+        let name = match direct::parse(text)? {
+            Some(direct) => direct.name_or_default(index),
+            None => parse_spec(text, &cwd)?.name_or_default(index),
+        };
         if paths.iter().any(|p| p.layout.name == name) {
             return Err(LabError::DuplicatePath(name));
         }
@@ -172,8 +174,16 @@ fn create(
     let dir = layout.state_dir();
     std::fs::create_dir_all(&dir).map_err(LabError::io(format!("creating {}", dir.display())))?;
     config.save(layout)?;
+    let links: Vec<topology::PathLink> = config
+        .paths
+        .iter()
+        .map(|p| topology::PathLink {
+            layout: p.layout.clone(),
+            direct: direct::is_direct(&p.spec),
+        })
+        .collect();
+    topology::build(layout, &links)?;
     let path_layouts: Vec<PathLayout> = config.paths.iter().map(|p| p.layout.clone()).collect();
-    topology::build(layout, &path_layouts)?;
     daemon::spawn(emulator, &dir, &layout.log_file())?;
     wait_for_emulator(layout)?;
     wait_for_carrier(layout, &path_layouts)
@@ -277,7 +287,6 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
     require_root()?;
     let mut config = load_config(&layout)?;
     let cwd = std::env::current_dir().map_err(LabError::io("current directory"))?;
-    let parsed = parse_spec(spec, &cwd)?;
     let known = config.path_names();
     let entry = config
         .paths
@@ -287,6 +296,11 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
             name: path.to_owned(),
             known,
         })?;
+    // A direct path has no emulator, and an emulated one no direct veth.
+    if direct::is_direct(&entry.spec) || direct::parse(spec)?.is_some() {
+        return Err(LabError::DirectPathSet(path.to_owned()));
+    }
+    let parsed = parse_spec(spec, &cwd)?;
     // The path keeps its name; a different `name=` would orphan its links.
     if let Some(other) = parsed.name.filter(|n| n != path) {
         return Err(LabError::Spec {

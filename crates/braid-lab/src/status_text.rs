@@ -88,6 +88,10 @@ pub fn render_status(s: &LabStatus) -> String {
             "  path {}: client {} on {} via {}, spec {}",
             p.layout.name, p.layout.client_addr, p.layout.client_iface, p.layout.gateway, p.spec
         );
+        if crate::direct::is_direct(&p.spec) {
+            let _ = writeln!(out, "    a plain veth pair, no emulator");
+            continue;
+        }
         direction(&mut out, "up  ", &p.up);
         direction(&mut out, "down", &p.down);
     }

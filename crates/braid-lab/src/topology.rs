@@ -69,7 +69,13 @@ impl Namespace {
     }
 }
 
-pub fn build(lab: &LabLayout, paths: &[PathLayout]) -> Result<(), LabError> {
+/// A path to build: through the emulator, or one direct veth pair.
+pub struct PathLink {
+    pub layout: PathLayout,
+    pub direct: bool,
+}
+
+pub fn build(lab: &LabLayout, paths: &[PathLink]) -> Result<(), LabError> {
     let mut client = Namespace::create(&lab.ns_client())?;
     let mut server = Namespace::create(&lab.ns_server())?;
     let mut emu = Namespace::create(&lab.ns_emulator())?;
@@ -79,17 +85,52 @@ pub fn build(lab: &LabLayout, paths: &[PathLayout]) -> Result<(), LabError> {
         .add_address(lo, SERVER_ADDR, 32)
         .map_err(server.failed(format!("adding {SERVER_ADDR}/32 on lo")))?;
     for p in paths {
-        link_path(&mut client, &mut server, &mut emu, p)?;
+        let [client_index, server_index] = if p.direct {
+            direct_link(&mut client, &mut server, &p.layout)?
+        } else {
+            emulated_link(&mut client, &mut server, &mut emu, &p.layout)?
+        };
+        address_and_route(&mut client, &mut server, &p.layout, client_index, server_index)?;
     }
     Ok(())
 }
 
-fn link_path(
+/// One veth pair from the client's interface to the server's, offloads on
+/// (no emulator has to see wire packets); the interfaces' indexes.
+fn direct_link(
+    client: &mut Namespace,
+    server: &mut Namespace,
+    p: &PathLayout,
+) -> Result<[u32; 2], LabError> {
+    let iface = p.client_iface.as_str();
+    server
+        .rtnl
+        .add_veth(
+            iface,
+            iface,
+            client.file.as_raw_fd(),
+            p.client_mac(),
+            Some(p.server_mac()),
+        )
+        .map_err(server.failed(format!("adding veth {iface:?} to the client")))?;
+    let mut index = [0u32; 2];
+    for (slot, ns) in index.iter_mut().zip([&mut *client, &mut *server]) {
+        *slot = ns.index(iface)?;
+        ns.rtnl
+            .set_up(*slot)
+            .map_err(ns.failed(format!("bringing {iface:?} up")))?;
+    }
+    Ok(index)
+}
+
+/// Two veth pairs, client to emulator and emulator to server; the end
+/// interfaces' indexes.
+fn emulated_link(
     client: &mut Namespace,
     server: &mut Namespace,
     emu: &mut Namespace,
     p: &PathLayout,
-) -> Result<(), LabError> {
+) -> Result<[u32; 2], LabError> {
     let iface = p.client_iface.as_str();
     let mut index = [0u32; 2];
     for (slot, (emu_iface, ns, mac)) in index.iter_mut().zip([
@@ -97,7 +138,7 @@ fn link_path(
         (&p.emu_server_iface, &mut *server, p.server_mac()),
     ]) {
         emu.rtnl
-            .add_veth(emu_iface, iface, ns.file.as_raw_fd(), mac)
+            .add_veth(emu_iface, iface, ns.file.as_raw_fd(), mac, None)
             .map_err(emu.failed(format!("adding veth {emu_iface} (peer {iface:?})")))?;
         let emu_index = emu.index(emu_iface)?;
         emu.rtnl
@@ -113,7 +154,18 @@ fn link_path(
             .set_up(*slot)
             .map_err(ns.failed(format!("bringing {iface:?} up")))?;
     }
-    let [client_index, server_index] = index;
+    Ok(index)
+}
+
+/// Addresses, static neighbours and routes of a path whose interfaces exist.
+fn address_and_route(
+    client: &mut Namespace,
+    server: &mut Namespace,
+    p: &PathLayout,
+    client_index: u32,
+    server_index: u32,
+) -> Result<(), LabError> {
+    let iface = p.client_iface.as_str();
     client
         .rtnl
         .add_address(client_index, p.client_addr, 24)
