@@ -229,16 +229,21 @@ def rate_series(samples, index):
     ]
 
 
-def first_sustained(series, start, threshold, window):
-    """Time after `start` of the first point from which the mean over
-    `window` seconds stays at or above `threshold` (None if never)."""
+def recovery(series, start, threshold, window):
+    """Seconds from `start` until `series` is back at `threshold`: from the
+    first point after `start` below it, the start of the first interval
+    from which the mean over `window` seconds is at or above it; 0 if the
+    series never fell below, None if it never came back."""
     pts = [(t, v) for t, v in series if t > start]
-    for i, (t, _) in enumerate(pts):
+    below = next((i for i, (_, v) in enumerate(pts) if v < threshold), None)
+    if below is None:
+        return 0.0
+    for i in range(below + 1, len(pts)):
+        t = pts[i][0]
         span = [v for u, v in pts[i:] if u <= t + window]
         if len(span) >= 2 and sum(span) / len(span) >= threshold:
-            # The point stands for the interval that ended at t.
-            prev = pts[i - 1][0] if i > 0 else start
-            return max(0.0, prev - start)
+            # A point stands for the interval that ended at its time.
+            return pts[i - 1][0] - start
     return None
 
 
@@ -266,7 +271,13 @@ def blackout(args):
                 counters.start()
                 cli = iperf_client(name, SERVER_TUN, total)
                 t_start = time.monotonic()
-                time.sleep(cut_at)
+                time.sleep(cut_at - 1)
+                if args.verbose:
+                    st = (tunnel_status(name) or {}).get("session", {})
+                    keys = ("state", "cwnd_bytes", "in_flight_bytes", "send_rate_bps", "rtt_ms", "min_rtt_ms")
+                    for p in st.get("paths", []):
+                        print(f" {p['name']} 1 s before the cut:", {k: p.get(k) for k in keys}, flush=True)
+                time.sleep(1)
                 t0 = time.monotonic()
                 run([BRAID, "lab", "set", "--name", name, f"p{cut + 1}",
                      f"{specs[cut]},blackout=0s+{cut_len:g}s"])
@@ -288,11 +299,11 @@ def blackout(args):
                 before = [v for t, v in goodput if t_cut - 4 <= t < t_cut]
                 during = [v for t, v in goodput if t_cut + 1 <= t < t_back]
                 after = [v for t, v in goodput if t_back + 2 <= t < t_back + 6]
-                recover = first_sustained(goodput, t_cut, 0.8 * surviving, 0.5)
+                recover = recovery(goodput, t_cut, 0.8 * surviving, 0.5)
                 path = rate_series(counters.samples, cut)
                 share = [v for t, v in path if t_cut - 4 <= t < t_cut]
                 share_mean = sum(share) / len(share) if share else float("nan")
-                back = first_sustained(path, t_back, 0.8 * share_mean, 0.5)
+                back = recovery(path, t_back, 0.8 * share_mean, 0.5)
                 dip = min((v for t, v in goodput if t_cut <= t < t_cut + 1), default=float("nan"))
                 mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
                 fmt = lambda x: "never" if x is None else f"{x:.2f} s"
