@@ -72,7 +72,13 @@ mod tests {
 
     #[test]
     fn emulated_specs_are_not_direct() {
-        for spec in ["10mbit,5ms", "trace=t,5ms", "directx", "", "10mbit,5ms,name=direct"] {
+        for spec in [
+            "10mbit,5ms",
+            "trace=t,5ms",
+            "directx",
+            "",
+            "10mbit,5ms,name=direct",
+        ] {
             assert_eq!(parse(spec).unwrap(), None, "{spec:?}");
             assert!(!is_direct(spec));
         }

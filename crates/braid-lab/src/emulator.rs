@@ -13,10 +13,10 @@ use crate::control::{
     Counters, DirectionStatus, EmulatorStatus, GilbertElliottSettings, HeldTimes, LinkSettings,
     PathStatus, Request, Response, MAX_MESSAGE,
 };
+use crate::direct;
 use crate::layout::{LabLayout, NETNS_ROOT};
 use crate::link::{LinkModel, Verdict};
 use crate::packet_socket::PacketSocket;
-use crate::direct;
 use crate::state::{parse_spec, LabConfig};
 use crate::LabError;
 

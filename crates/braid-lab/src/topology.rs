@@ -90,7 +90,13 @@ pub fn build(lab: &LabLayout, paths: &[PathLink]) -> Result<(), LabError> {
         } else {
             emulated_link(&mut client, &mut server, &mut emu, &p.layout)?
         };
-        address_and_route(&mut client, &mut server, &p.layout, client_index, server_index)?;
+        address_and_route(
+            &mut client,
+            &mut server,
+            &p.layout,
+            client_index,
+            server_index,
+        )?;
     }
     Ok(())
 }

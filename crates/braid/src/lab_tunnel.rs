@@ -13,8 +13,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use braid_core::crypto::StaticKeypair;
-use braid_lab::{LabError, LabStatus, Side};
 use braid_core::session::PathRole;
+use braid_lab::{LabError, LabStatus, Side};
 use braid_sim::spec::PathSpec;
 use rand::rngs::OsRng;
 use serde_json::{json, Value};
