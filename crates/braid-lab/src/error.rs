@@ -13,8 +13,8 @@ pub enum LabError {
     Spec { spec: String, source: SpecError },
     #[error("bad path spec {spec:?}: {why}")]
     DirectSpec { spec: String, why: String },
-    #[error("path {0:?} is a direct veth pair: it has no emulator settings to change")]
-    DirectPathSet(String),
+    #[error("path {path:?}: {why}")]
+    DirectPathSet { path: String, why: &'static str },
     #[error("no --path given: a lab needs at least one path")]
     NoPaths,
     #[error("at most {max} paths per lab, {given} given")]
@@ -59,7 +59,7 @@ impl LabError {
             | LabError::BadName(_)
             | LabError::Spec { .. }
             | LabError::DirectSpec { .. }
-            | LabError::DirectPathSet(_)
+            | LabError::DirectPathSet { .. }
             | LabError::NoPaths
             | LabError::TooManyPaths { .. }
             | LabError::DuplicatePath(_)

@@ -296,9 +296,18 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
             name: path.to_owned(),
             known,
         })?;
-    // A direct path has no emulator, and an emulated one no direct veth.
-    if direct::is_direct(&entry.spec) || direct::parse(spec)?.is_some() {
-        return Err(LabError::DirectPathSet(path.to_owned()));
+    let why = if direct::is_direct(&entry.spec) {
+        Some("a direct veth pair has no emulator settings to change")
+    } else if direct::parse(spec)?.is_some() {
+        Some("an emulated path cannot become direct while the lab runs")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(LabError::DirectPathSet {
+            path: path.to_owned(),
+            why,
+        });
     }
     let parsed = parse_spec(spec, &cwd)?;
     // The path keeps its name; a different `name=` would orphan its links.

@@ -44,9 +44,16 @@ fn a_direct_path_bypasses_the_emulator_beside_an_emulated_one() {
     let text = braid_lab::render_status(&status);
     assert!(text.contains("a plain veth pair, no emulator"), "{text}");
 
-    for (path, spec) in [("veth", "10mbit,5ms"), ("p2", "direct")] {
+    for (path, spec, says) in [
+        ("veth", "10mbit,5ms", "no emulator settings"),
+        ("p2", "direct", "cannot become direct"),
+    ] {
         let err = braid_lab::set(&lab.name, path, spec).unwrap_err();
-        assert!(matches!(err, LabError::DirectPathSet(_)), "{path}: {err}");
+        assert!(
+            matches!(err, LabError::DirectPathSet { .. }),
+            "{path}: {err}"
+        );
+        assert!(err.to_string().contains(says), "{path}: {err}");
         assert_eq!(err.exit_code(), 2);
     }
 }
