@@ -13,6 +13,7 @@ use crate::control::{
     Counters, DirectionStatus, EmulatorStatus, GilbertElliottSettings, HeldTimes, LinkSettings,
     PathStatus, Request, Response, MAX_MESSAGE,
 };
+use crate::direct;
 use crate::layout::{LabLayout, NETNS_ROOT};
 use crate::link::{LinkModel, Verdict};
 use crate::packet_socket::PacketSocket;
@@ -92,6 +93,10 @@ pub fn run(state_dir: &Path) -> Result<(), LabError> {
     let now = Instant::now();
     let mut paths = Vec::with_capacity(config.paths.len());
     for (index, p) in config.paths.iter().enumerate() {
+        // A direct path's veth pair joins client and server: nothing to relay.
+        if direct::is_direct(&p.spec) {
+            continue;
+        }
         let spec = parse_spec(&p.spec, &p.cwd)?;
         let open = |iface: &str| {
             PacketSocket::open(iface).map_err(LabError::io(format!("packet socket on {iface}")))

@@ -11,6 +11,10 @@ pub enum LabError {
     BadName(String),
     #[error("bad path spec {spec:?}: {source}")]
     Spec { spec: String, source: SpecError },
+    #[error("bad path spec {spec:?}: {why}")]
+    DirectSpec { spec: String, why: String },
+    #[error("path {path:?}: {why}")]
+    DirectPathSet { path: String, why: &'static str },
     #[error("no --path given: a lab needs at least one path")]
     NoPaths,
     #[error("at most {max} paths per lab, {given} given")]
@@ -56,6 +60,8 @@ impl LabError {
             LabError::NotRoot
             | LabError::BadName(_)
             | LabError::Spec { .. }
+            | LabError::DirectSpec { .. }
+            | LabError::DirectPathSet { .. }
             | LabError::NoPaths
             | LabError::TooManyPaths { .. }
             | LabError::DuplicatePath(_)

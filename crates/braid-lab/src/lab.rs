@@ -10,7 +10,7 @@ use crate::iface::IfaceControl;
 use crate::layout::{LabLayout, PathLayout, MAX_PATHS, SERVER_ADDR};
 use crate::lock::LabLock;
 use crate::state::{parse_spec, LabConfig, Namespaces, PathConfig};
-use crate::{daemon, netns, topology, LabError};
+use crate::{daemon, direct, netns, topology, LabError};
 
 /// How long `up` waits for the emulator to answer its first request.
 const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -141,8 +141,18 @@ fn plan(layout: &LabLayout, opts: &UpOptions) -> Result<LabConfig, LabError> {
     let cwd = std::env::current_dir().map_err(LabError::io("current directory"))?;
     let mut paths: Vec<PathConfig> = Vec::with_capacity(opts.specs.len());
     for (index, text) in opts.specs.iter().enumerate() {
-        let spec = parse_spec(text, &cwd)?;
-        let name = spec.name_or_default(index);
+        let name = match direct::parse(text)? {
+            Some(_) if opts.nat => {
+                return Err(LabError::DirectSpec {
+                    spec: text.clone(),
+                    why: "--nat puts each path's NAT in the emulator namespace, which a \
+                          direct path does not pass through"
+                        .into(),
+                })
+            }
+            Some(direct) => direct.name_or_default(index),
+            None => parse_spec(text, &cwd)?.name_or_default(index),
+        };
         if paths.iter().any(|p| p.layout.name == name) {
             return Err(LabError::DuplicatePath(name));
         }
@@ -183,8 +193,16 @@ fn create(
     let dir = layout.state_dir();
     std::fs::create_dir_all(&dir).map_err(LabError::io(format!("creating {}", dir.display())))?;
     config.save(layout)?;
+    let links: Vec<topology::PathLink> = config
+        .paths
+        .iter()
+        .map(|p| topology::PathLink {
+            layout: p.layout.clone(),
+            direct: direct::is_direct(&p.spec),
+        })
+        .collect();
+    topology::build(layout, &links)?;
     let path_layouts: Vec<PathLayout> = config.paths.iter().map(|p| p.layout.clone()).collect();
-    topology::build(layout, &path_layouts)?;
     daemon::spawn(emulator, &dir, &layout.log_file())?;
     wait_for_emulator(layout)?;
     wait_for_carrier(layout, &path_layouts)
@@ -289,7 +307,6 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
     require_root()?;
     let mut config = load_config(&layout)?;
     let cwd = std::env::current_dir().map_err(LabError::io("current directory"))?;
-    let parsed = parse_spec(spec, &cwd)?;
     let known = config.path_names();
     let entry = config
         .paths
@@ -299,6 +316,20 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
             name: path.to_owned(),
             known,
         })?;
+    let why = if direct::is_direct(&entry.spec) {
+        Some("a direct veth pair has no emulator settings to change")
+    } else if direct::parse(spec)?.is_some() {
+        Some("an emulated path cannot become direct while the lab runs")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        return Err(LabError::DirectPathSet {
+            path: path.to_owned(),
+            why,
+        });
+    }
+    let parsed = parse_spec(spec, &cwd)?;
     // The path keeps its name; a different `name=` would orphan its links.
     if let Some(other) = parsed.name.filter(|n| n != path) {
         return Err(LabError::Spec {
@@ -409,5 +440,34 @@ fn stop_process(pid: libc::pid_t) {
         while alive() {
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nat_is_refused_for_a_direct_path() {
+        let layout = LabLayout::new("plan-test").unwrap();
+        let opts = |nat| UpOptions {
+            name: "plan-test".into(),
+            specs: vec!["10mbit,5ms".into(), "direct".into()],
+            seed: Some(1),
+            emulator: EmulatorProgram {
+                program: "unused".into(),
+                args: Vec::new(),
+            },
+            nat,
+        };
+        let Err(err) = plan(&layout, &opts(true)) else {
+            panic!("--nat with a direct path must be refused")
+        };
+        assert!(
+            matches!(err, LabError::DirectSpec { ref spec, .. } if spec == "direct"),
+            "{err}"
+        );
+        let config = plan(&layout, &opts(false)).unwrap();
+        assert!(config.paths.iter().all(|p| p.layout.nat.is_none()));
     }
 }

@@ -14,6 +14,9 @@
 //! routed anywhere), the server `198.18.<i>.1/24` on its side of each path and
 //! its service address `198.19.0.1` on loopback, reachable over every path.
 //! Neighbours are static so that no ARP crosses (or is lost on) a path.
+//! A path with the SPEC `direct` ([`direct`]) is instead one plain veth pair
+//! between the client's and the server's interface, with offloads on and no
+//! emulator: the fastest link there is, to measure a data plane's own cost.
 //! All of it is made with rtnetlink and ioctls (modules `rtnl`, `iface` and
 //! `netns`), not by running `ip` or `ethtool`: no name a user gives is
 //! ever parsed as a command's keyword, and no tool needs to be installed.
@@ -65,6 +68,7 @@
 
 pub mod control;
 mod daemon;
+pub mod direct;
 pub mod emulator;
 pub mod error;
 mod iface;

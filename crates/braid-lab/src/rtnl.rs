@@ -110,13 +110,15 @@ impl Rtnl {
     }
 
     /// Creates veth pair `name` (here) and `peer_name` in the namespace open
-    /// as `peer_ns`, the peer with hardware address `peer_mac`.
+    /// as `peer_ns`, the peer with hardware address `peer_mac` and this end
+    /// with `mac` (`None`: one the kernel picks).
     pub fn add_veth(
         &mut self,
         name: &str,
         peer_name: &str,
         peer_ns: RawFd,
         peer_mac: Mac,
+        mac: Option<Mac>,
     ) -> io::Result<()> {
         let mut peer = LinkMessage::default();
         peer.attributes = vec![
@@ -132,6 +134,9 @@ impl Rtnl {
                 LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer))),
             ]),
         ];
+        if let Some(mac) = mac {
+            link.attributes.push(LinkAttribute::Address(mac.to_vec()));
+        }
         self.request(
             RouteNetlinkMessage::NewLink(link),
             NLM_F_CREATE | NLM_F_EXCL,

@@ -95,6 +95,10 @@ pub fn render_status(s: &LabStatus) -> String {
                 nat.outer_addr, nat.inner_iface, nat.outer_iface
             );
         }
+        if crate::direct::is_direct(&p.spec) {
+            let _ = writeln!(out, "    a plain veth pair, no emulator");
+            continue;
+        }
         direction(&mut out, "up  ", &p.up);
         direction(&mut out, "down", &p.down);
     }

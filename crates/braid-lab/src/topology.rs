@@ -71,7 +71,13 @@ impl Namespace {
     }
 }
 
-pub fn build(lab: &LabLayout, paths: &[PathLayout]) -> Result<(), LabError> {
+/// A path to build: through the emulator, or one direct veth pair.
+pub struct PathLink {
+    pub layout: PathLayout,
+    pub direct: bool,
+}
+
+pub fn build(lab: &LabLayout, paths: &[PathLink]) -> Result<(), LabError> {
     let mut client = Namespace::create(&lab.ns_client())?;
     let mut server = Namespace::create(&lab.ns_server())?;
     let mut emu = Namespace::create(&lab.ns_emulator())?;
@@ -81,9 +87,9 @@ pub fn build(lab: &LabLayout, paths: &[PathLayout]) -> Result<(), LabError> {
         .add_address(lo, SERVER_ADDR, 32)
         .map_err(server.failed(format!("adding {SERVER_ADDR}/32 on lo")))?;
     for p in paths {
-        link_path(&mut client, &mut server, &mut emu, p)?;
+        link_path(&mut client, &mut server, &mut emu, &p.layout, p.direct)?;
     }
-    let nats: Vec<&NatLayout> = paths.iter().filter_map(|p| p.nat.as_ref()).collect();
+    let nats: Vec<&NatLayout> = paths.iter().filter_map(|p| p.layout.nat.as_ref()).collect();
     if !nats.is_empty() {
         masquerade(&emu.name, &nats)?;
     }
@@ -106,7 +112,7 @@ fn veth_from_emulator(
         .as_ref()
         .map_or(emu.file.as_raw_fd(), |n| n.file.as_raw_fd());
     emu.rtnl
-        .add_veth(emu_iface, iface, fd, mac)
+        .add_veth(emu_iface, iface, fd, mac, None)
         .map_err(emu.failed(format!("adding veth {emu_iface} (peer {iface:?})")))?;
     let emu_index = emu.index(emu_iface)?;
     emu.rtnl
@@ -126,45 +132,73 @@ fn veth_from_emulator(
     Ok(index)
 }
 
+/// One veth pair from the client's interface to the server's, offloads on
+/// (no emulator has to see wire packets); the interfaces' indexes.
+fn direct_link(
+    client: &mut Namespace,
+    server: &mut Namespace,
+    p: &PathLayout,
+) -> Result<[u32; 2], LabError> {
+    let iface = p.client_iface.as_str();
+    server
+        .rtnl
+        .add_veth(
+            iface,
+            iface,
+            client.file.as_raw_fd(),
+            p.client_mac(),
+            Some(p.server_mac()),
+        )
+        .map_err(server.failed(format!("adding veth {iface:?} to the client")))?;
+    let mut index = [0u32; 2];
+    for (slot, ns) in index.iter_mut().zip([&mut *client, &mut *server]) {
+        *slot = ns.index(iface)?;
+        ns.rtnl
+            .set_up(*slot)
+            .map_err(ns.failed(format!("bringing {iface:?} up")))?;
+    }
+    Ok(index)
+}
+
 fn link_path(
     client: &mut Namespace,
     server: &mut Namespace,
     emu: &mut Namespace,
     p: &PathLayout,
+    direct: bool,
 ) -> Result<(), LabError> {
     let iface = p.client_iface.as_str();
-    let client_index = veth_from_emulator(
-        emu,
-        &p.emu_client_iface,
-        Some(client),
-        iface,
-        p.client_mac(),
-    )?;
+    let client_index = if direct {
+        let [client_index, server_index] = direct_link(client, server, p)?;
+        server_end(server, p, server_index)?;
+        client_index
+    } else {
+        let client_index = veth_from_emulator(
+            emu,
+            &p.emu_client_iface,
+            Some(client),
+            iface,
+            p.client_mac(),
+        )?;
+        match &p.nat {
+            None => {
+                let server_index = veth_from_emulator(
+                    emu,
+                    &p.emu_server_iface,
+                    Some(server),
+                    iface,
+                    p.server_mac(),
+                )?;
+                server_end(server, p, server_index)?;
+            }
+            Some(nat) => nat_path(server, emu, p, nat)?,
+        }
+        client_index
+    };
     client
         .rtnl
         .add_address(client_index, p.client_addr, 24)
         .map_err(client.failed(format!("adding {}/24 on {iface:?}", p.client_addr)))?;
-    match &p.nat {
-        None => {
-            let server_index = veth_from_emulator(
-                emu,
-                &p.emu_server_iface,
-                Some(server),
-                iface,
-                p.server_mac(),
-            )?;
-            server
-                .rtnl
-                .add_address(server_index, p.gateway, 24)
-                .map_err(server.failed(format!("adding {}/24 on {iface:?}", p.gateway)))?;
-            route_to_client(server, server_index, p.client_addr)?;
-            server
-                .rtnl
-                .replace_neighbour(server_index, p.client_addr, p.client_mac())
-                .map_err(server.failed(format!("adding neighbour {}", p.client_addr)))?;
-        }
-        Some(nat) => nat_path(server, emu, p, nat)?,
-    }
     client
         .rtnl
         .replace_neighbour(client_index, p.gateway, p.server_mac())
@@ -191,6 +225,21 @@ fn link_path(
         .add_source_rule(p.client_addr, p.table, p.table)
         .map_err(client.failed(format!("adding the rule from {}", p.client_addr)))?;
     Ok(())
+}
+
+/// The server's end of a path without a NAT: the client's gateway address,
+/// the route back from the server's address, a static neighbour.
+fn server_end(server: &mut Namespace, p: &PathLayout, index: u32) -> Result<(), LabError> {
+    let iface = p.client_iface.as_str();
+    server
+        .rtnl
+        .add_address(index, p.gateway, 24)
+        .map_err(server.failed(format!("adding {}/24 on {iface:?}", p.gateway)))?;
+    route_to_client(server, index, p.client_addr)?;
+    server
+        .rtnl
+        .replace_neighbour(index, p.client_addr, p.client_mac())
+        .map_err(server.failed(format!("adding neighbour {}", p.client_addr)))
 }
 
 /// The server answers from its one address, as a server on the internet

@@ -147,6 +147,19 @@ pub struct PathSpec {
     pub rate_limit_bps: Option<u64>,
 }
 
+/// A path's `name=`: 1-15 letters, digits, '-' or '_', so that it can
+/// name an interface.
+pub fn parse_path_name(value: &str) -> Result<String, SpecError> {
+    let ok = (1..=15).contains(&value.len())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !ok {
+        return Err(SpecError::Name(value.to_owned()));
+    }
+    Ok(value.to_owned())
+}
+
 impl PathSpec {
     /// The path's name, or `p{index+1}` when the spec gives none.
     pub fn name_or_default(&self, index: usize) -> String {
@@ -316,16 +329,7 @@ impl PathSpec {
                         weight_throughput = Some(w);
                     }
                 }
-                "name" => {
-                    let ok = (1..=15).contains(&value.len())
-                        && value
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-                    if !ok {
-                        return Err(SpecError::Name(value.to_owned()));
-                    }
-                    name = Some(value.to_owned());
-                }
+                "name" => name = Some(parse_path_name(value)?),
                 "rate_limit" => rate_limit_bps = Some(parse_rate(value)?),
                 "role" => {
                     role = match value {

@@ -28,7 +28,7 @@ pub enum SideArg {
 pub enum LabCommand {
     /// Create a client and a server namespace joined by one emulated path per SPEC
     Up {
-        /// RATE,DELAY[,key=value]... or trace=FILE,DELAY[,...]; repeat for more paths (at most 32 in a lab)
+        /// RATE,DELAY[,key=value]... or trace=FILE,DELAY[,...], or direct[,name=NAME] for a plain veth pair without emulator; repeat for more paths (at most 32 in a lab)
         #[arg(long = "path", value_name = "SPEC", required = true)]
         paths: Vec<String>,
         #[arg(long, default_value = DEFAULT_NAME)]

@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use braid_core::crypto::StaticKeypair;
+use braid_core::session::PathRole;
 use braid_lab::{LabError, LabStatus, Side};
 use braid_sim::spec::PathSpec;
 use rand::rngs::OsRng;
@@ -66,19 +67,25 @@ pub fn start(status: &LabStatus) -> Result<(), LabError> {
         listen(status),
     );
     for path in &status.paths {
-        // `role=` in a path's SPEC is the braid path's role.
-        let spec = PathSpec::parse(&path.spec).map_err(|source| LabError::Spec {
-            spec: path.spec.clone(),
-            source,
-        })?;
+        // `role=` and `rate_limit=` in a path's SPEC are the braid path's; a
+        // direct path has neither.
+        let (role, rate_limit_bps) = if braid_lab::direct::is_direct(&path.spec) {
+            (PathRole::Primary, None)
+        } else {
+            let spec = PathSpec::parse(&path.spec).map_err(|source| LabError::Spec {
+                spec: path.spec.clone(),
+                source,
+            })?;
+            (spec.role, spec.rate_limit_bps)
+        };
         // The lab routes packets from a path's client address over it.
         client_toml += &format!(
             "[[path]]\nname = \"{}\"\nsource = \"{}\"\nrole = \"{}\"\n",
             path.layout.name,
             path.layout.client_addr,
-            spec.role.name()
+            role.name()
         );
-        if let Some(bps) = spec.rate_limit_bps {
+        if let Some(bps) = rate_limit_bps {
             client_toml += &format!("rate_limit = \"{bps}bit\"\n");
         }
     }
@@ -185,15 +192,24 @@ pub fn guide(lab: &LabStatus) -> String {
     } else {
         format!(" --name {name}")
     };
-    let first = lab.paths.first().map_or("p1", |p| p.layout.name.as_str());
-    let spec = lab.paths.first().map_or("10mbit,10ms", |p| p.spec.as_str());
+    // Only an emulated path can be cut; a lab of direct paths has none.
+    let cut = lab
+        .paths
+        .iter()
+        .find(|p| !braid_lab::direct::is_direct(&p.spec))
+        .map_or(String::new(), |p| {
+            format!(
+                "\x20 braid lab set{n} {} {},loss=100%     # cut a path, watch it go down\n",
+                p.layout.name, p.spec
+            )
+        });
     format!(
         "\ntunnel up: client {CLIENT_TUN} <-> server {SERVER_TUN}, server listening on {}\n\
          try:\n\
          \x20 braid lab exec{n} server -- iperf3 -s -B {SERVER_TUN} &\n\
          \x20 braid lab exec{n} client -- iperf3 -c {SERVER_TUN} -C cubic -t 10\n\
          \x20 braid status --watch --socket {}\n\
-         \x20 braid lab set{n} {first} {spec},loss=100%     # cut a path, watch it go down\n\
+         {cut}\
          \x20 braid lab down{n}\n",
         listen(lab),
         socket(name, "client").display(),

@@ -797,6 +797,68 @@ fn lab_up_tunnel_starts_both_ends_and_reports_them() {
     assert!(!std::path::Path::new("/run/braid-lab/tun-lab.tunnel").exists());
 }
 
+/// `direct` paths (plain veth pairs, no emulator) carry the tunnel too, and
+/// the guide suggests no cut where there is no emulator to cut with.
+#[test]
+fn lab_up_tunnel_runs_over_direct_paths() {
+    if !have_root() {
+        return;
+    }
+    struct Down;
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = run(braid().args(["lab", "down", "--name", "tun-direct"]));
+        }
+    }
+    let _down = Down;
+    let _ = run(braid().args(["lab", "down", "--name", "tun-direct"]));
+    let out = run(braid().args([
+        "lab",
+        "up",
+        "--name",
+        "tun-direct",
+        "--tunnel",
+        "--path",
+        "direct",
+        "--path",
+        "direct",
+    ]));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("lab set"), "no path to cut: {text}");
+
+    let out = run(braid().args(["lab", "status", "--name", "tun-direct", "--json"]));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let states: Vec<&str> = status["tunnel"]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["up", "up"]);
+    let out = run(braid().args([
+        "lab",
+        "exec",
+        "--name",
+        "tun-direct",
+        "client",
+        "--",
+        "ping",
+        "-c",
+        "3",
+        "-i",
+        "0.2",
+        "-W",
+        "2",
+        SERVER_TUN,
+    ]));
+    assert!(out.status.success(), "ping through the tunnel on veth");
+}
+
 /// `braid demo` as root: the real tunnel in a lab of its own, a TCP upload
 /// that survives a cut, and no lab left behind.
 #[test]

@@ -47,6 +47,14 @@ const MIN_CWND: u64 = 4 * MSS;
 const STARTUP_FLOOR_PACKETS: u64 = 10;
 /// Before the first RTT sample, pace as if the RTT were this.
 const INITIAL_RTT_GUESS: Duration = Duration::from_millis(10);
+/// The shortest round trip a window is sized for. A path RTT below it is
+/// the hosts' (two daemons on one veth measured 20 µs), while the loop
+/// that clocks the window out is longer: the peer batches its acks (up to
+/// 2 ms when few packets come) and a busy daemon answers late. Sized by
+/// the 20 µs minimum, the window was 4 packets per path and one TCP flow
+/// through the tunnel on two veth paths got 0.15-0.20 Gbit/s, its excess
+/// going stale in the send queue (BENCHMARKS.md, "Tunnel (lab)").
+const MIN_WINDOW_RTT: Duration = Duration::from_millis(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -116,7 +124,7 @@ impl Bbr {
 
     fn bdp_bytes(&self, gain: f64) -> Option<u64> {
         let bw = self.max_bw.get()?;
-        let rtt = self.min_rtt?;
+        let rtt = self.min_rtt?.max(MIN_WINDOW_RTT);
         Some((gain * bw * rtt.as_secs_f64() / 8.0) as u64)
     }
 
@@ -295,5 +303,34 @@ mod tests {
         // Nor does silence.
         c.on_timeout(now);
         assert_eq!(c.cwnd_bytes(), 31_250 + 3 * MSS);
+    }
+
+    /// A 1 Gbit/s path whose RTT is 20 µs (two hosts on one veth): the
+    /// window covers a round trip of `MIN_WINDOW_RTT`, not 4 packets.
+    #[test]
+    fn a_sub_millisecond_path_gets_a_window_for_a_millisecond() {
+        let mut c = Bbr::new();
+        let mut delivered = 0u64;
+        let mut now = Instant::from_nanos(0);
+        for _ in 0..20_000 {
+            now += Duration::from_nanos(12_000); // one MSS at 1 Gbit/s
+            let prior = delivered.saturating_sub(2 * MSS);
+            delivered += MSS;
+            c.on_ack(
+                now,
+                &AckSample {
+                    bytes: MSS,
+                    rtt: Some(Duration::from_micros(20)),
+                    delivery_rate_bps: Some(1e9),
+                    app_limited: false,
+                    prior_delivered: prior,
+                    delivered,
+                    bytes_in_flight: 2 * MSS,
+                },
+            );
+        }
+        assert_eq!(c.mode, Mode::ProbeBw);
+        // 1.25 * 1 Gbit/s * 1 ms + 3 MSS; 20 µs would give the 4-MSS floor.
+        assert_eq!(c.cwnd_bytes(), 156_250 + 3 * MSS);
     }
 }

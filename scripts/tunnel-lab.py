@@ -1,0 +1,424 @@
+#!/usr/bin/env python3
+"""Lab figures of the real tunnel (issue 9, BENCHMARKS.md "Tunnel (lab)"):
+
+  latency   one CUBIC flow saturates the tunnel while `ping -i 0.2` runs
+            through it: p50/p95 RTT loaded vs idle;
+  blackout  a 10 s blackout of one of two paths during a CUBIC transfer:
+            time until goodput is back to 80 % of the surviving path, time
+            until the path carries its share again after its return;
+  veth      one CUBIC flow through the tunnel on two `direct` (plain veth)
+            paths vs raw veth between the same namespaces, with CPU per
+            Gbit/s.
+
+Needs root, iperf3 and a release build (BRAID=target/release/braid by
+default). Every lab it makes is named `tl-*` and taken down on exit, also on
+an error, Ctrl-C or SIGTERM; every command has a timeout. Prints one line
+per run and a summary per set.
+
+    sudo scripts/tunnel-lab.py latency blackout veth --runs 3
+"""
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+BRAID = os.environ.get("BRAID", "target/release/braid")
+SERVER_TUN = "10.77.0.1"
+SERVER_ADDR = "198.19.0.1"
+LABS = []
+
+
+def run(args, timeout=60, check=True):
+    out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    if check and out.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: exit {out.returncode}: {out.stderr.strip()}")
+    return out
+
+
+def lab_exec(name, side, argv):
+    return [BRAID, "lab", "exec", "--name", name, side, "--"] + argv
+
+
+def lab_up(name, specs):
+    run([BRAID, "lab", "down", "--name", name], check=False)
+    LABS.append(name)
+    args = [BRAID, "lab", "up", "--tunnel", "--name", name, "--seed", "1"]
+    for s in specs:
+        args += ["--path", s]
+    run(args, timeout=60)
+
+
+def lab_down(name):
+    run([BRAID, "lab", "down", "--name", name], check=False, timeout=30)
+    if name in LABS:
+        LABS.remove(name)
+
+
+def cleanup():
+    for name in list(LABS):
+        lab_down(name)
+
+
+def on_signal(signum, _frame):
+    cleanup()
+    sys.exit(128 + signum)
+
+
+def quantile(values, q):
+    """Nearest-rank quantile."""
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    k = max(0, min(len(s) - 1, int(round(q * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def ping(name, count, interval="0.2"):
+    out = run(
+        lab_exec(name, "client", ["ping", "-n", "-i", interval, "-c", str(count), "-W", "2", SERVER_TUN]),
+        timeout=count * float(interval) + 20,
+        check=False,
+    )
+    rtts = [float(m) for m in re.findall(r"time=([0-9.]+) ms", out.stdout)]
+    return rtts, count - len(rtts)
+
+
+def iperf_server(name, bind, extra=()):
+    return subprocess.Popen(
+        lab_exec(name, "server", ["iperf3", "-s", "-1", "-B", bind] + list(extra)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def iperf_client(name, dest, seconds, extra=()):
+    # iperf3 may print before the server listens: retry the connect briefly.
+    time.sleep(0.3)
+    return subprocess.Popen(
+        lab_exec(name, "client", ["iperf3", "-c", dest, "-C", "cubic", "-t", str(seconds), "-J"] + list(extra)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def iperf_result(proc, timeout):
+    out, err = proc.communicate(timeout=timeout)
+    data = json.loads(out)
+    if "error" in data:
+        raise RuntimeError(f"iperf3: {data['error']}")
+    end = data["end"]
+    return {
+        "sent_mbps": end["sum_sent"]["bits_per_second"] / 1e6,
+        "received_mbps": end["sum_received"]["bits_per_second"] / 1e6,
+        "retransmits": end["sum_sent"].get("retransmits"),
+    }
+
+
+def tunnel_status(name, side="client"):
+    sock = f"/run/braid-lab/{name}.tunnel/{side}.sock"
+    out = run([BRAID, "status", "--json", "--socket", sock], check=False, timeout=10)
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def load():
+    return open("/proc/loadavg").read().split()[:3]
+
+
+# ---------------------------------------------------------------- latency
+
+
+def latency(args):
+    sets = [
+        ("8+2 Mbit/s, 10/40 ms", ["8mbit,10ms", "2mbit,40ms"]),
+        ("64+60 Mbit/s, 6.5/12.5 ms", ["64mbit,6500us", "60mbit,12500us"]),
+        # Control: the 8+2 set's fast path alone, so no resequencing.
+        ("8 Mbit/s, 10 ms, one path", ["8mbit,10ms"]),
+    ]
+    for label, specs in sets:
+        if args.only and not any(label.startswith(o) for o in args.only):
+            continue
+        name = "tl-lat"
+        lab_up(name, specs)
+        try:
+            # A first transfer warms the tunnel (the first run on a fresh
+            # tunnel is the slow one, see the throughput table).
+            srv = iperf_server(name, SERVER_TUN)
+            iperf_result(iperf_client(name, SERVER_TUN, 5), 30)
+            srv.wait(timeout=10)
+            print(f"# latency under load: {label}; load average {' '.join(load())}", flush=True)
+            for r in range(1, args.runs + 1):
+                idle, idle_lost = ping(name, args.pings)
+                srv = iperf_server(name, SERVER_TUN)
+                seconds = args.pings * 0.2 + 5
+                cli = iperf_client(name, SERVER_TUN, int(seconds))
+                time.sleep(3)
+                loaded, loaded_lost = ping(name, args.pings)
+                res = iperf_result(cli, seconds + 30)
+                srv.wait(timeout=10)
+                st = tunnel_status(name)
+                sq = (st or {}).get("session", {})
+                rise = quantile(loaded, 0.95) - quantile(idle, 0.95)
+                print(
+                    f"run {r}: idle p50 {quantile(idle, 0.5):.1f} p95 {quantile(idle, 0.95):.1f} ms "
+                    f"({len(idle)} replies, {idle_lost} lost); loaded p50 {quantile(loaded, 0.5):.1f} "
+                    f"p95 {quantile(loaded, 0.95):.1f} max {max(loaded, default=float('nan')):.1f} ms "
+                    f"({len(loaded)} replies, {loaded_lost} lost); p95 rise {rise:.1f} ms; "
+                    f"TCP {res['sent_mbps']:.2f} ({res['received_mbps']:.2f}) Mbit/s, "
+                    f"{res['retransmits']} retransmits; load {' '.join(load())}",
+                    flush=True,
+                )
+                if args.verbose and st is not None:
+                    print(json.dumps(sq, indent=1), flush=True)
+        finally:
+            lab_down(name)
+
+
+# ---------------------------------------------------------------- blackout
+
+
+class Stamped(threading.Thread):
+    """Reads a process's output lines, each stamped with the time it came."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream = stream
+        self.lines = []
+
+    def run(self):
+        for line in self.stream:
+            self.lines.append((time.monotonic(), line))
+
+
+class Counters(threading.Thread):
+    """Samples the emulator's forwarded bytes (client to server) per path."""
+
+    def __init__(self, name, period):
+        super().__init__(daemon=True)
+        self.name, self.period = name, period
+        self.samples = []
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            out = run([BRAID, "lab", "status", "--json", "--name", self.name], check=False, timeout=10)
+            t = time.monotonic()
+            try:
+                paths = json.loads(out.stdout)["paths"]
+                self.samples.append((t, [p["up"]["counters"]["forwarded_bytes"] for p in paths]))
+            except (json.JSONDecodeError, KeyError, TypeError):
+                pass
+            self.stop.wait(self.period)
+
+
+def rate_series(samples, index):
+    """(end time, Mbit/s) between consecutive counter samples of a path."""
+    return [
+        (t1, (b1[index] - b0[index]) * 8 / (t1 - t0) / 1e6)
+        for (t0, b0), (t1, b1) in zip(samples, samples[1:])
+    ]
+
+
+def recovery(series, start, threshold, window):
+    """Seconds from `start` until `series` is back at `threshold`: from the
+    first point after `start` below it, the start of the first interval
+    from which the mean over `window` seconds is at or above it; 0 if the
+    series never fell below, None if it never came back."""
+    pts = [(t, v) for t, v in series if t > start]
+    below = next((i for i, (_, v) in enumerate(pts) if v < threshold), None)
+    if below is None:
+        return 0.0
+    for i in range(below + 1, len(pts)):
+        t = pts[i][0]
+        span = [v for u, v in pts[i:] if u <= t + window]
+        if len(span) >= 2 and sum(span) / len(span) >= threshold:
+            # A point stands for the interval that ended at its time.
+            return pts[i - 1][0] - start
+    return None
+
+
+def blackout(args):
+    sets = [
+        ("64+60 Mbit/s, 6.5/12.5 ms, p1 cut", ["64mbit,6500us", "60mbit,12500us"], 0, 60.0),
+        ("8+2 Mbit/s, 10/40 ms, p1 cut", ["8mbit,10ms", "2mbit,40ms"], 0, 2.0),
+    ]
+    cut_at, cut_len, total = 8.0, 10.0, 26
+    for label, specs, cut, surviving in sets:
+        if args.only and not any(label.startswith(o) for o in args.only):
+            continue
+        name = "tl-blk"
+        lab_up(name, specs)
+        try:
+            srv = iperf_server(name, SERVER_TUN)
+            iperf_result(iperf_client(name, SERVER_TUN, 5), 30)
+            srv.wait(timeout=10)
+            print(f"# blackout: {label} for {cut_len:.0f} s; load average {' '.join(load())}", flush=True)
+            for r in range(1, args.runs + 1):
+                srv = iperf_server(name, SERVER_TUN, ["-i", "0.1", "--forceflush"])
+                stamps = Stamped(srv.stdout)
+                stamps.start()
+                counters = Counters(name, 0.1)
+                counters.start()
+                cli = iperf_client(name, SERVER_TUN, total)
+                t_start = time.monotonic()
+                time.sleep(cut_at - 1)
+                if args.verbose:
+                    st = (tunnel_status(name) or {}).get("session", {})
+                    keys = ("state", "cwnd_bytes", "in_flight_bytes", "send_rate_bps", "rtt_ms", "min_rtt_ms")
+                    for p in st.get("paths", []):
+                        print(f" {p['name']} 1 s before the cut:", {k: p.get(k) for k in keys}, flush=True)
+                time.sleep(1)
+                t0 = time.monotonic()
+                run([BRAID, "lab", "set", "--name", name, f"p{cut + 1}",
+                     f"{specs[cut]},blackout=0s+{cut_len:g}s"])
+                t1 = time.monotonic()
+                t_cut = (t0 + t1) / 2
+                res = iperf_result(cli, total + 30)
+                srv.wait(timeout=10)
+                stamps.join(timeout=5)
+                counters.stop.set()
+                counters.join(timeout=15)
+                # Receiver goodput per 0.1 s interval, stamped at its print.
+                goodput = []
+                for t, line in stamps.lines:
+                    m = re.search(r"\s([0-9.]+)-([0-9.]+)\s+sec\s.*?\s([0-9.]+) ([KMG])bits/sec", line)
+                    if m and float(m.group(2)) - float(m.group(1)) < 0.5:
+                        scale = {"K": 1e-3, "M": 1.0, "G": 1e3}[m.group(4)]
+                        goodput.append((t, float(m.group(3)) * scale))
+                t_back = t_cut + cut_len
+                before = [v for t, v in goodput if t_cut - 4 <= t < t_cut]
+                during = [v for t, v in goodput if t_cut + 1 <= t < t_back]
+                after = [v for t, v in goodput if t_back + 2 <= t < t_back + 6]
+                recover = recovery(goodput, t_cut, 0.8 * surviving, 0.5)
+                path = rate_series(counters.samples, cut)
+                share = [v for t, v in path if t_cut - 4 <= t < t_cut]
+                share_mean = sum(share) / len(share) if share else float("nan")
+                back = recovery(path, t_back, 0.8 * share_mean, 0.5)
+                dip = min((v for t, v in goodput if t_cut <= t < t_cut + 1), default=float("nan"))
+                mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")
+                fmt = lambda x: "never" if x is None else f"{x:.2f} s"
+                print(
+                    f"run {r}: goodput before {mean(before):.1f}, lowest 0.1 s in the 1 s after the cut "
+                    f"{dip:.1f}, during (1-10 s) {mean(during):.1f}, after (2-6 s) {mean(after):.1f} Mbit/s; "
+                    f"back to 80 % of the surviving {surviving:g} Mbit/s after {fmt(recover)}; "
+                    f"p{cut + 1} carried {share_mean:.1f} Mbit/s before, back to 80 % of that "
+                    f"{fmt(back)} after its return; TCP {res['sent_mbps']:.2f} ({res['received_mbps']:.2f}) "
+                    f"Mbit/s, {res['retransmits']} retransmits; iperf3 start to cut {t_cut - t_start:.2f} s; "
+                    f"load {' '.join(load())}",
+                    flush=True,
+                )
+                if args.verbose:
+                    print(" goodput:", " ".join(f"{t - t_cut:.1f}:{v:.0f}" for t, v in goodput), flush=True)
+                    print(" path:", " ".join(f"{t - t_cut:.1f}:{v:.0f}" for t, v in path), flush=True)
+                run([BRAID, "lab", "set", "--name", name, f"p{cut + 1}", specs[cut]])
+        finally:
+            lab_down(name)
+
+
+# ---------------------------------------------------------------- veth
+
+
+def daemon_pids(name):
+    pids = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        for side in ("client", "server"):
+            if f"{name}.tunnel/{side}.toml".encode() in b" ".join(cmd):
+                pids[side] = int(pid)
+    return pids
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(argv, timeout):
+    """Runs argv; returns (stdout, CPU seconds of it and its waited-for children)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return out, usage.ru_utime + usage.ru_stime
+
+
+def veth(args):
+    name = "tl-veth"
+    lab_up(name, ["direct", "direct"])
+    seconds = 10
+    try:
+        print(f"# data plane on plain veth, one CUBIC flow, {seconds} s; load average {' '.join(load())}", flush=True)
+        for label, dest in [("raw veth", SERVER_ADDR), ("tunnel", SERVER_TUN)]:
+            for r in range(1, args.runs + 1):
+                pids = daemon_pids(name)
+                daemons0 = {s: cpu_seconds(p) for s, p in pids.items()}
+                srv = subprocess.Popen(
+                    lab_exec(name, "server", ["iperf3", "-s", "-1", "-B", dest]),
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )
+                time.sleep(0.3)
+                out, client_cpu = timed(
+                    lab_exec(name, "client", ["iperf3", "-c", dest, "-C", "cubic", "-t", str(seconds), "-J"]),
+                    seconds + 30,
+                )
+                _, status, usage = os.wait4(srv.pid, 0)
+                srv.returncode = os.waitstatus_to_exitcode(status)
+                server_cpu = usage.ru_utime + usage.ru_stime
+                daemons = {s: cpu_seconds(p) - daemons0[s] for s, p in pids.items()}
+                end = json.loads(out)["end"]
+                gbps = end["sum_received"]["bits_per_second"] / 1e9
+                secs = end["sum_received"]["seconds"]
+                d = sum(daemons.values()) if label == "tunnel" else 0.0
+                iperf = client_cpu + server_cpu
+                print(
+                    f"{label} run {r}: {end['sum_sent']['bits_per_second'] / 1e9:.3f} ({gbps:.3f}) Gbit/s, "
+                    f"{end['sum_sent'].get('retransmits')} retransmits; CPU over the run: iperf3 "
+                    f"{iperf:.2f} s, braid client {daemons.get('client', 0):.2f} s + server "
+                    f"{daemons.get('server', 0):.2f} s; cores per Gbit/s: braid {d / secs / gbps:.2f}, "
+                    f"all {(d + iperf) / secs / gbps:.2f}; load {' '.join(load())}",
+                    flush=True,
+                )
+    finally:
+        lab_down(name)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("what", nargs="+", choices=["latency", "blackout", "veth"])
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--pings", type=int, default=50, help="pings per phase (0.2 s apart)")
+    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--only", action="append", help="run only the sets whose label starts so (repeatable)")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("tunnel-lab.py: needs root (network namespaces, TUN)")
+    if not os.access(BRAID, os.X_OK):
+        sys.exit(f"tunnel-lab.py: no {BRAID}; run cargo build --release -p braid first")
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        print(f"# {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, {BRAID}, "
+              f"commit {run(['git', 'rev-parse', '--short', 'HEAD'], check=False).stdout.strip()}", flush=True)
+        for what in args.what:
+            {"latency": latency, "blackout": blackout, "veth": veth}[what](args)
+    finally:
+        cleanup()
+
+
+if __name__ == "__main__":
+    main()
