@@ -12,7 +12,8 @@
 # Environment: BRAID (binary), TRACES (trace folder), DUR (seconds per run),
 # SECTIONS (any of: rate trace delay loss capacity mptcp send; default all),
 # LAB (lab name, default bench), RUNS (runs per flow in `send`, default 3),
-# SEND_SETS (path sets of `send` by number, default "1 2 3").
+# SEND_SETS (path sets of `send` by number, default "1 2 3"), SEND_LOG (a
+# file each braid run's --json summary is appended to, default none).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +25,7 @@ SECTIONS=${SECTIONS:-rate trace delay loss capacity mptcp send}
 LAB=${LAB:-bench}
 RUNS=${RUNS:-3}
 SEND_SETS=${SEND_SETS:-1 2 3}
+SEND_LOG=${SEND_LOG:-/dev/null}
 SERVER=198.19.0.1
 
 say() { echo "+ $*" >&2; }
@@ -297,6 +299,7 @@ send_scenario() {
                 sleep 0.3
                 g=$(lab exec --name "$LAB" client "$BRAID" send "$work/f.bin" --to "$SERVER:47300" \
                     --via 198.18.1.2 --via 198.18.2.2 --key "$work/s.key" --peer "$rpub" --json |
+                    tee -a "$SEND_LOG" |
                     python3 -c "import json,sys; s=json.load(sys.stdin); assert s['ok'], s; print('%.3f' % s['goodput_mbit_s'])")
                 wait "$recv"
                 cmp -s "$work/f.bin" "$work/out/f.bin" || { echo "braid send: file differs" >&2; exit 1; }
