@@ -32,6 +32,7 @@ fuzz_target!(|data: &[u8]| {
         max_streams: 16,
         idle_timeout: Duration::from_secs(5),
         carrier_overhead: 0,
+        ..Config::default()
     };
     let mut now = Instant::from_nanos(1_000_000_000);
     let mut conn = Connection::new(config, &paths, now);

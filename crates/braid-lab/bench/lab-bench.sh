@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Benchmarks of `braid lab` (issue 3): emulator accuracy (rate, delay, loss),
-# forwarding capacity without shaping, and the anchor measurement of Linux
-# kernel Multipath TCP over the lab against single-path TCP on each path.
+# forwarding capacity without shaping, the anchor measurement of Linux
+# kernel Multipath TCP over the lab against single-path TCP on each path,
+# and `braid send` against kernel MPTCP on the same paths and direction
+# (issue 10, section `send`).
 # Prints Markdown tables on stdout; the commands it runs go to stderr.
 #
 # Needs root, iperf3, iputils-ping, mptcpize, python3, and a built braid:
 #   cargo build --release -p braid
 #   sudo crates/braid-lab/bench/lab-bench.sh > lab-results.md
 # Environment: BRAID (binary), TRACES (trace folder), DUR (seconds per run),
-# SECTIONS (any of: rate trace delay loss capacity mptcp; default all).
+# SECTIONS (any of: rate trace delay loss capacity mptcp send; default all),
+# LAB (lab name, default bench), RUNS (runs per flow in `send`, default 3),
+# SEND_SETS (path sets of `send` by number, default "1 2 3"), SEND_LOG (a
+# file each braid run's --json summary is appended to, default none).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,8 +21,11 @@ repo=$(cd "$here/../../.." && pwd)
 BRAID=${BRAID:-$repo/target/release/braid}
 TRACES=${TRACES:-$repo/traces}
 DUR=${DUR:-20}
-SECTIONS=${SECTIONS:-rate trace delay loss capacity mptcp}
-LAB=bench
+SECTIONS=${SECTIONS:-rate trace delay loss capacity mptcp send}
+LAB=${LAB:-bench}
+RUNS=${RUNS:-3}
+SEND_SETS=${SEND_SETS:-1 2 3}
+SEND_LOG=${SEND_LOG:-/dev/null}
 SERVER=198.19.0.1
 
 say() { echo "+ $*" >&2; }
@@ -249,4 +257,76 @@ mptcp_scenario "8mbit,10ms + 2mbit,40ms" "8mbit,10ms" "2mbit,40ms"
 mptcp_scenario "10mbit,5ms + 10mbit,50ms" "10mbit,5ms" "10mbit,50ms"
 mptcp_scenario "10mbit,20ms + TMobile-LTE-short trace,30ms" "10mbit,20ms" \
     "trace=TMobile-LTE-short.up/TMobile-LTE-short.down,30ms"
+fi
+
+# One set of `send`: kernel MPTCP (iperf3 upload, client to server) and
+# `braid send` of a file of FILE_MIB MiB, RUNS times each, alternating, on
+# one lab. Both count from their start (slow start included): iperf3
+# without omitted seconds, braid from its handshake to the file verified.
+# Each run's capacity is the sum of the paths' upward capacity over that
+# run's own window, so a trace path's varying rate is accounted run by run.
+send_scenario() {
+    local title=$1 file_mib=$2
+    shift 2
+    up "$@"
+    for ns in client server; do
+        lab exec --name "$LAB" "$ns" ip mptcp limits set subflow 8 add_addr_accepted 8
+    done
+    lab exec --name "$LAB" client ip mptcp endpoint add 198.18.2.2 dev p2 subflow
+    lab exec --name "$LAB" server mptcpize run iperf3 -s -D -p 5301
+    local work
+    work=$(mktemp -d)
+    "$BRAID" genkey > "$work/s.key"
+    "$BRAID" genkey > "$work/r.key"
+    head -c $((file_mib << 20)) /dev/urandom > "$work/f.bin"
+    local spub rpub
+    spub=$("$BRAID" pubkey < "$work/s.key")
+    rpub=$("$BRAID" pubkey < "$work/r.key")
+    sleep 0.5
+    local run u0 u1 cap g kind
+    for run in $(seq 1 "$RUNS"); do
+        for kind in mptcp braid; do
+            u0=$(uptime_s)
+            if [[ $kind == mptcp ]]; then
+                g=$(cx mptcpize run iperf3 -c "$SERVER" -p 5301 -t "$DUR" -J | goodput)
+            else
+                rm -rf "$work/out"
+                mkdir "$work/out"
+                say "server: braid recv ...; client: braid send $file_mib MiB --via 198.18.1.2 --via 198.18.2.2"
+                lab exec --name "$LAB" server "$BRAID" recv --listen "$SERVER:47300" \
+                    --out "$work/out" --key "$work/r.key" --peer "$spub" >/dev/null 2>&1 &
+                local recv=$!
+                sleep 0.3
+                g=$(lab exec --name "$LAB" client "$BRAID" send "$work/f.bin" --to "$SERVER:47300" \
+                    --via 198.18.1.2 --via 198.18.2.2 --key "$work/s.key" --peer "$rpub" --json |
+                    tee -a "$SEND_LOG" |
+                    python3 -c "import json,sys; s=json.load(sys.stdin); assert s['ok'], s; print('%.3f' % s['goodput_mbit_s'])")
+                wait "$recv"
+                cmp -s "$work/f.bin" "$work/out/f.bin" || { echo "braid send: file differs" >&2; exit 1; }
+            fi
+            u1=$(uptime_s)
+            cap=$(calc "$(capacity_mbit 0 up "$u0" "$u1") + $(capacity_mbit 1 up "$u0" "$u1")")
+            echo "| $title | $kind | $run | $(calc "'%.1f-%.1f s' % ($u0, $u1)") | $g | $(calc "'%.3f' % $cap") | $(calc "'%.1f %%' % ($g / $cap * 100)") |"
+        done
+    done
+    rm -rf "$work"
+}
+
+if want send; then
+echo "### braid send vs Linux kernel MPTCP (upload, client to server; ${RUNS} runs each, alternating)"
+echo
+echo "MPTCP: one iperf3 connection (CUBIC), ${DUR} s, no seconds omitted. braid: \`braid send\` of one file of random bytes, goodput = file bytes / (handshake to file verified). Capacity: IP bits of both paths' up direction over the run's window (uptime of the emulator)."
+echo
+echo "| paths | flow | run | window | goodput (Mbit/s) | capacity (Mbit/s) | of capacity |"
+echo "|---|---|---|---|---|---|---|"
+cd "$TRACES"
+for set in $SEND_SETS; do
+    case $set in
+    1) send_scenario "8mbit,10ms + 2mbit,40ms" 16 "8mbit,10ms" "2mbit,40ms" ;;
+    2) send_scenario "10mbit,5ms + 10mbit,50ms" 32 "10mbit,5ms" "10mbit,50ms" ;;
+    3) send_scenario "10mbit,20ms + TMobile-LTE-short trace,30ms" 48 "10mbit,20ms" \
+        "trace=TMobile-LTE-short.up/TMobile-LTE-short.down,30ms" ;;
+    *) echo "SEND_SETS: unknown set $set" >&2; exit 2 ;;
+    esac
+done
 fi

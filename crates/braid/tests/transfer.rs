@@ -366,6 +366,120 @@ fn a_killed_sender_leaves_no_file_that_looks_complete() {
     assert!(listing(&out).is_empty(), "{:?}", listing(&out));
 }
 
+/// A sender that connects and then sends nothing more (its standard input
+/// open and silent): its session stays alive (path probes answer), so only
+/// the receiver's stall timeout ends the transfer. Returns the receiver's
+/// exit code and stderr, the sender's, and the output directory's listing.
+fn stalled_sender(
+    name: &str,
+    first: usize,
+    recv_extra: &[&str],
+) -> (i32, String, i32, String, Vec<String>) {
+    let dir = Scratch::new(name);
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let out = dir.out();
+    let mut extra = vec!["--out", out.to_str().unwrap(), "--stall-timeout", "2"];
+    extra.extend_from_slice(recv_extra);
+    let (recv, addr, recv_err) = start_recv(&extra, &recv_key, &send_pub);
+    let mut send = braid(&[
+        "send",
+        "-",
+        "--to",
+        &addr,
+        "--via",
+        "127.0.0.1",
+        "--key",
+        send_key.to_str().unwrap(),
+        "--peer",
+        &recv_pub,
+    ]);
+    send.stdin(Stdio::piped());
+    let mut sender = Running(Some(send.spawn().unwrap()));
+    let mut stdin = sender.child().stdin.take().unwrap();
+    stdin.write_all(&vec![7u8; first]).unwrap();
+    let started = Instant::now();
+    let (rcode, _, _) = recv.finish();
+    let waited = started.elapsed();
+    let rerr = rest(recv_err);
+    // 2 s of stall, well short of the 15 s silence timeout: the stall
+    // timeout ended it, not the session's.
+    assert!(waited < Duration::from_secs(10), "{waited:?}: {rerr}");
+    // The receiver's abort ends the sender too, its stdin still open.
+    let (scode, _, serr) = sender.finish();
+    drop(stdin);
+    (rcode, rerr, scode, serr, listing(&out))
+}
+
+#[test]
+fn a_sender_that_never_sends_its_file_is_given_up() {
+    let (rcode, rerr, scode, serr, files) = stalled_sender("nofile", 0, &[]);
+    assert_eq!(rcode, 1, "{rerr}");
+    assert!(rerr.contains("--stall-timeout"), "{rerr}");
+    assert_eq!(scode, 1, "{serr}");
+    assert!(serr.contains("aborted by the peer"), "{serr}");
+    assert!(files.is_empty(), "{files:?}");
+}
+
+#[test]
+fn a_sender_that_stalls_mid_file_is_given_up_and_the_partial_file_marked() {
+    let (rcode, rerr, _, _, files) = stalled_sender("midfile", 500_000, &[]);
+    assert_eq!(rcode, 1, "{rerr}");
+    assert!(rerr.contains("the transfer stalled"), "{rerr}");
+    assert!(files.is_empty(), "{files:?}");
+    // With --keep-partial the data stays, under its partial name only.
+    let (rcode, rerr, _, _, files) = stalled_sender("midkeep", 500_000, &["--keep-partial"]);
+    assert_eq!(rcode, 1, "{rerr}");
+    assert!(rerr.contains("partial data kept"), "{rerr}");
+    assert_eq!(files, [".stdin.braid-partial"]);
+}
+
+#[test]
+fn a_receiver_that_stops_taking_data_is_given_up_by_the_sender() {
+    let dir = Scratch::new("stuckrecv");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    // More than the receiver's window (16 MiB) plus its stdout backlog
+    // (4 MiB) plus a pipe: the receiver stops acknowledging new data.
+    random_file(&dir.path("big.bin"), 32 << 20, 3);
+    // Its standard output is never read: it keeps its session and its
+    // acknowledgements going but takes no more data.
+    let (mut recv, addr, recv_err) = start_recv(&["--stdout"], &recv_key, &send_pub);
+    let started = Instant::now();
+    let (code, _, stderr) = Running(Some(
+        braid(&[
+            "send",
+            dir.path("big.bin").to_str().unwrap(),
+            "--to",
+            &addr,
+            "--via",
+            "127.0.0.1",
+            "--key",
+            send_key.to_str().unwrap(),
+            "--peer",
+            &recv_pub,
+            "--stall-timeout",
+            "2",
+        ])
+        .spawn()
+        .unwrap(),
+    ))
+    .finish();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("the transfer stalled"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "{:?}",
+        started.elapsed()
+    );
+    // The sender's abort reaches the receiver, which fails too.
+    let _unread = recv.child().stdout.take();
+    let (rcode, _, _) = recv.finish();
+    let rerr = rest(recv_err);
+    assert_eq!(rcode, 1, "{rerr}");
+    assert!(rerr.contains("aborted by the peer"), "{rerr}");
+}
+
 #[test]
 fn bad_arguments_exit_2_with_one_line() {
     let dir = Scratch::new("badargs");

@@ -155,9 +155,8 @@ impl PathSender {
     }
 
     /// Lets pacing make up for up to `credit` of lateness (none by
-    /// default). The datagram sender uses [`PACING_CREDIT`]; the reliable
-    /// stream's late binding reads the pacing time as "not before", which
-    /// a catch-up in the past would confuse, so it does not.
+    /// default). The datagram sender uses [`PACING_CREDIT`], the reliable
+    /// stream its `Config::pacing_credit` (the same by default).
     pub fn with_pacing_credit(mut self, credit: Duration) -> PathSender {
         self.pacing_credit = credit;
         self

@@ -14,7 +14,7 @@ pub struct SentSegment {
     pub offset: u64,
     pub fin: bool,
     pub data: Vec<u8>,
-    /// Copies on paths whose fate is not known yet.
+    /// Copies on paths whose fate is not known yet, probes not counted.
     pub copies_in_flight: u32,
     /// Bitmask of the paths a copy was ever sent on (paths 0 to 63).
     pub paths_tried: u64,
@@ -72,14 +72,17 @@ impl Outstanding {
     }
 
     /// A copy of `conn_seq` left on `path`. A probe on a path that timed
-    /// out leaves the segment waiting for a resend: the probe is likely
+    /// out is not counted as a copy in flight at all: the probe is likely
     /// lost, and counting on it would stall the stream for the path's
-    /// whole backed-off timeout.
+    /// whole backed-off timeout. That holds both ways: a segment waiting
+    /// for a resend keeps waiting, and one whose last real copy is lost
+    /// while probes of it are out is queued all the same (two down paths
+    /// probing it in turn used to keep it "in flight" for ever).
     pub fn on_copy_sent(&mut self, conn_seq: u64, path: u8, probe: bool) {
         if let Some(s) = self.segments.get_mut(&conn_seq) {
-            s.copies_in_flight += 1;
             s.paths_tried |= 1u64 << (path % 64);
             if !probe {
+                s.copies_in_flight += 1;
                 self.lost.remove(&conn_seq);
             }
         }
@@ -98,7 +101,11 @@ impl Outstanding {
     }
 
     /// A path declared this copy lost (loss detection or timeout).
-    pub fn on_copy_lost(&mut self, conn_seq: u64) {
+    /// `probe`: it was a probe, never counted (see [`Self::on_copy_sent`]).
+    pub fn on_copy_lost(&mut self, conn_seq: u64, probe: bool) {
+        if probe {
+            return;
+        }
         let Some(s) = self.segments.get_mut(&conn_seq) else {
             return; // acknowledged through another copy already
         };
@@ -174,9 +181,9 @@ mod tests {
         o.on_copy_sent(0, 0, false);
         o.on_copy_sent(0, 1, false);
         assert_eq!(o.get(0).unwrap().paths_tried, 0b11);
-        o.on_copy_lost(0);
+        o.on_copy_lost(0, false);
         assert!(!o.has_lost());
-        o.on_copy_lost(0);
+        o.on_copy_lost(0, false);
         assert_eq!(o.next_lost(), Some(0));
         // A probe leaves it waiting; a resend does not.
         o.on_copy_sent(0, 1, true);
@@ -190,12 +197,35 @@ mod tests {
     }
 
     #[test]
+    fn probes_in_flight_never_hold_back_a_resend() {
+        // The segment's one real copy is on path 0; paths 1 and 2 are down
+        // and probe with it in turn, each probe sent before the other's
+        // is declared lost (the stall the fault property test found).
+        let mut o = Outstanding::default();
+        o.insert(0, seg(10));
+        o.on_copy_sent(0, 0, false);
+        o.on_copy_sent(0, 1, true);
+        o.on_copy_lost(0, false);
+        assert_eq!(o.next_lost(), Some(0), "the real copy's loss queues it");
+        o.on_copy_sent(0, 2, true);
+        o.on_copy_lost(0, true);
+        o.on_copy_sent(0, 1, true);
+        o.on_copy_lost(0, true);
+        assert_eq!(o.next_lost(), Some(0), "probes change nothing");
+        assert_eq!(o.get(0).unwrap().copies_in_flight, 0);
+        assert_eq!(o.get(0).unwrap().paths_tried, 0b111);
+        // A probe that arrives still acknowledges it.
+        assert!(o.on_copy_acked(0));
+        assert!(!o.has_lost());
+    }
+
+    #[test]
     fn data_acks_cover_whole_segments_only() {
         let mut o = Outstanding::default();
         for (seq, len) in [(0, 10), (10, 10), (20, 10), (30, 10)] {
             o.insert(seq, seg(len));
             o.on_copy_sent(seq, 0, false);
-            o.on_copy_lost(seq);
+            o.on_copy_lost(seq, false);
         }
         let acked = o.on_data_ack(&DataAck {
             cumulative: 15,
@@ -216,7 +246,7 @@ mod tests {
         };
         o.insert(0, seg(10));
         o.on_copy_sent(0, 0, false);
-        o.on_copy_lost(0);
+        o.on_copy_lost(0, false);
         assert!(o.is_empty());
         assert!(!o.has_lost());
     }

@@ -19,33 +19,36 @@ const MAX_ACK_DELAY: Duration = Duration::from_millis(2);
 #[derive(Debug)]
 pub struct StreamPath {
     pub sender: PathSender,
-    /// Connection sequence number each packet in flight carried, indexed by
-    /// `pseq - first_pseq`; `None` once resolved.
-    carried: VecDeque<Option<u64>>,
+    /// Each packet in flight: the connection sequence number it carried
+    /// and whether it was a probe, indexed by `pseq - first_pseq`; `None`
+    /// once resolved.
+    carried: VecDeque<Option<Carried>>,
     first_pseq: u64,
     pub inbound: InboundAcks,
 }
 
-/// Fate of one packet, as the path's acknowledgements tell it.
-/// Lateness a stream path's pacing may make up for: without any, a
-/// daemon's late timer wake-ups lower the rate sent, and with it the rate
-/// BBR measures (`braid send` on the lab's 8 + 2 Mbit/s paths: 3.6 Mbit/s
-/// without, 9.3 with). Less than the datagram sender's 3 ms
-/// (`path::PACING_CREDIT`): with 3 ms the fault property test found a
-/// transfer that stalled after two of its three paths died early, a case
-/// not yet understood; with 2 ms it completes.
-const PACING_CREDIT: Duration = Duration::from_millis(2);
+#[derive(Debug, Clone, Copy)]
+struct Carried {
+    conn_seq: u64,
+    probe: bool,
+}
 
+/// Fate of one packet, as the path's acknowledgements tell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fate {
     Acked(u64),
-    Lost(u64),
+    /// `probe`: the packet was a probe of a down path, which the
+    /// connection never counted as a copy in flight.
+    Lost {
+        seq: u64,
+        probe: bool,
+    },
 }
 
 impl StreamPath {
-    pub fn new(id: u8, cc: Box<dyn Controller>) -> StreamPath {
+    pub fn new(id: u8, cc: Box<dyn Controller>, pacing_credit: Duration) -> StreamPath {
         StreamPath {
-            sender: PathSender::new(id, 1.0, cc).with_pacing_credit(PACING_CREDIT),
+            sender: PathSender::new(id, 1.0, cc).with_pacing_credit(pacing_credit),
             carried: VecDeque::new(),
             first_pseq: 0,
             inbound: InboundAcks::default(),
@@ -54,16 +57,17 @@ impl StreamPath {
 
     /// Records a packet carrying `conn_seq` leaving; returns its path number.
     /// `app_limited`: nothing else waits to be sent, so the path's rate
-    /// sample may understate it.
+    /// sample may understate it. `probe`: a probe of this down path.
     pub fn on_sent(
         &mut self,
         now: Instant,
         conn_seq: u64,
         ip_bytes: u64,
         app_limited: bool,
+        probe: bool,
     ) -> u32 {
         let stamp = self.sender.on_sent(now, conn_seq, ip_bytes, app_limited);
-        self.carried.push_back(Some(conn_seq));
+        self.carried.push_back(Some(Carried { conn_seq, probe }));
         stamp.pseq
     }
 
@@ -72,7 +76,7 @@ impl StreamPath {
         self.carried
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| c.map(|seq| (self.first_pseq + i as u64, seq)))
+            .filter_map(|(i, c)| c.map(|c| (self.first_pseq + i as u64, c.conn_seq)))
     }
 
     /// Applies an acknowledgement of this path; appends each resolved
@@ -91,11 +95,14 @@ impl StreamPath {
                     .checked_sub(first)
                     .and_then(|i| usize::try_from(i).ok())
                     .and_then(|i| carried.get_mut(i));
-                if let Some(seq) = slot.and_then(Option::take) {
+                if let Some(c) = slot.and_then(Option::take) {
                     fates.push(if acked {
-                        Fate::Acked(seq)
+                        Fate::Acked(c.conn_seq)
                     } else {
-                        Fate::Lost(seq)
+                        Fate::Lost {
+                            seq: c.conn_seq,
+                            probe: c.probe,
+                        }
                     });
                 }
             });
@@ -110,8 +117,11 @@ impl StreamPath {
                 .checked_sub(first)
                 .and_then(|i| usize::try_from(i).ok())
                 .and_then(|i| carried.get_mut(i));
-            if let Some(seq) = slot.and_then(Option::take) {
-                fates.push(Fate::Lost(seq));
+            if let Some(c) = slot.and_then(Option::take) {
+                fates.push(Fate::Lost {
+                    seq: c.conn_seq,
+                    probe: c.probe,
+                });
             }
         });
         self.pop_resolved();
@@ -241,9 +251,9 @@ mod tests {
 
     #[test]
     fn path_acks_map_back_to_segments() {
-        let mut p = StreamPath::new(0, Box::new(Ccid2::new()));
+        let mut p = StreamPath::new(0, Box::new(Ccid2::new()), Duration::ZERO);
         for seq in [100, 200, 300, 400, 500] {
-            p.on_sent(t(0), seq, 1500, false);
+            p.on_sent(t(0), seq, 1500, false, false);
         }
         let mut fates = Vec::new();
         // Packet 1 (segment 200) missing; 4, 3, 2 and 0 acked.
@@ -256,13 +266,16 @@ mod tests {
         };
         p.on_ack(t(30), &ack, &mut None, &mut fates);
         fates.sort_by_key(|f| match f {
-            Fate::Acked(s) | Fate::Lost(s) => *s,
+            Fate::Acked(s) | Fate::Lost { seq: s, .. } => *s,
         });
         assert_eq!(
             fates,
             vec![
                 Fate::Acked(100),
-                Fate::Lost(200),
+                Fate::Lost {
+                    seq: 200,
+                    probe: false
+                },
                 Fate::Acked(300),
                 Fate::Acked(400),
                 Fate::Acked(500)
@@ -270,11 +283,24 @@ mod tests {
         );
         assert!(p.carried.is_empty());
         assert_eq!(p.carried().next(), None);
-        p.on_sent(t(40), 600, 1500, false);
-        p.on_sent(t(40), 700, 1500, false);
+        p.on_sent(t(40), 600, 1500, false, false);
+        // A probe's fate says it was one.
+        p.on_sent(t(40), 700, 1500, false, true);
         assert_eq!(p.carried().collect::<Vec<_>>(), vec![(5, 600), (6, 700)]);
         fates.clear();
         p.on_timeout(t(2000), &mut fates);
-        assert_eq!(fates, vec![Fate::Lost(600), Fate::Lost(700)]);
+        assert_eq!(
+            fates,
+            vec![
+                Fate::Lost {
+                    seq: 600,
+                    probe: false
+                },
+                Fate::Lost {
+                    seq: 700,
+                    probe: true
+                }
+            ]
+        );
     }
 }

@@ -201,6 +201,11 @@ fn t(d: Duration) -> Instant {
 }
 
 fn run(case: &Case, broken: bool) -> Outcome {
+    run_with_credit(case, broken, Config::default().pacing_credit)
+}
+
+/// [`run`] with each path's pacing allowed `pacing_credit` of catch-up.
+fn run_with_credit(case: &Case, broken: bool, pacing_credit: Duration) -> Outcome {
     let mut rng = ChaCha8Rng::seed_from_u64(case.seed ^ 0x5eed);
     let data: Vec<Vec<u8>> = case
         .stream_sizes
@@ -213,6 +218,7 @@ fn run(case: &Case, broken: bool) -> Outcome {
         max_streams: 8,
         idle_timeout: Duration::from_secs(10),
         carrier_overhead: 0,
+        pacing_credit,
     };
     let ccs: Vec<CcKind> = case.paths.iter().map(|p| p.cc).collect();
     let mut a = Connection::new(config.clone(), &ccs, Instant::ZERO);
@@ -704,4 +710,40 @@ fn a_stalled_path_has_its_oldest_segment_copied_before_its_timeout() {
     let o = run(&case, false);
     assert!(o.completed, "{o:?}");
     assert!(o.sender.reassigned_segments > 0, "{o:?}");
+}
+
+/// The case the fault property found with a 3 ms pacing credit, shrunk:
+/// paths 0 and 1 die for good early, path 2 is clean. The oldest segment's
+/// last real copy was lost while the two down paths probed with it in
+/// turn; probes counted as copies in flight, each probe went out before
+/// the other's was declared lost, so the count never reached zero, the
+/// segment was never queued for a resend on path 2, and the flow-control
+/// window stayed shut until the idle timeout (10 s). Whether the probes
+/// overlap depends on the probe timing, hence on the credit: run at
+/// several.
+#[test]
+fn two_dead_paths_probing_in_turn_never_stall_the_third() {
+    let mut p0 = LinkModel::clean(1.475406006030098, 28);
+    p0.death = Some((Duration::from_millis(285), None));
+    let mut p1 = LinkModel::clean(4.519145660317188, 31);
+    p1.loss = 0.08693961342945215;
+    p1.reorder = 0.14001024084479174;
+    p1.death = Some((Duration::from_millis(65), None));
+    let case = Case {
+        paths: vec![p0, p1, LinkModel::clean(1.0, 1)],
+        stream_sizes: vec![72939],
+        seed: 145796660833919960,
+        slow_read: None,
+        window: 65536,
+    };
+    for credit_ms in [0, 2, 3, 5] {
+        let o = run_with_credit(&case, false, Duration::from_millis(credit_ms));
+        assert_eq!(check(&case, &o), Ok(()), "{credit_ms} ms credit: {o:?}");
+        assert!(o.sender.probes > 0, "{credit_ms} ms: the dead paths probed");
+        // 73 kB at 1 Mbit/s is 0.6 s; the stall lasted the idle timeout.
+        assert!(
+            o.finished_at < Duration::from_secs(3),
+            "{credit_ms} ms: {o:?}"
+        );
+    }
 }

@@ -15,6 +15,7 @@ mod header;
 mod progress;
 pub mod recv;
 pub mod send;
+mod stall;
 mod stdout;
 
 use std::path::{Path, PathBuf};
@@ -47,6 +48,13 @@ pub struct KeyArgs {
     /// send, without an answer to the handshake)
     #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
+    /// Give up after this many seconds in which the transfer does not move
+    /// although the peer still answers (no file data arriving, or none
+    /// acknowledged and no answer for a sent file). A sender waiting for
+    /// its standard input does not count; a receiver fed by `braid send -`
+    /// gives up on a pause of its input longer than this
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub stall_timeout: u64,
     /// Print a JSON summary on stdout at the end
     #[arg(long)]
     pub json: bool,

@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 
 use super::header::{FileHeader, Reply, DIGEST_LEN, UNKNOWN_SIZE};
 use super::progress::Progress;
+use super::stall::StallWatch;
 use super::stdout::StdoutWriter;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::daemon::event_loop::{Driver, SocketCore};
@@ -111,6 +112,11 @@ struct Receiver {
     failure: Option<String>,
     buf: Vec<u8>,
     udp_send_errors: u64,
+    /// Stream bytes read so far (headers, data, digests): the transfer's progress.
+    read_bytes: u64,
+    stall_timeout: Duration,
+    /// From the connection on.
+    stall: Option<StallWatch>,
 }
 
 pub fn run(args: &RecvArgs) -> Result<(), Failure> {
@@ -175,6 +181,9 @@ async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Resu
         failure: None,
         buf: vec![0; READ_CHUNK],
         udp_send_errors: 0,
+        read_bytes: 0,
+        stall_timeout: Duration::from_secs(args.common.stall_timeout),
+        stall: None,
     };
     let driver = Driver::start(receiver, vec![socket]);
     let mut progress = Progress::new();
@@ -235,7 +244,7 @@ enum State {
 }
 
 impl Receiver {
-    fn state(&self, now: Instant, timeout: Duration) -> State {
+    fn state(&mut self, now: Instant, timeout: Duration) -> State {
         if let Some(msg) = &self.failure {
             return State::Failed(msg.clone());
         }
@@ -258,6 +267,21 @@ impl Receiver {
             return State::Failed(format!(
                 "lost the sender: nothing heard on any path for {} s",
                 timeout.as_secs()
+            ));
+        }
+        // A slow reader of --stdout holds the transfer back, not the sender.
+        let waiting = self.stdout.as_ref().is_some_and(|w| !w.has_room());
+        let progress = self.read_bytes + u64::from(self.next_file);
+        let (nothing_yet, stall) = (progress == 0, self.stall.as_mut());
+        if let Some(still) = stall.and_then(|w| w.check(now, progress, waiting)) {
+            let what = if nothing_yet {
+                "the sender connected but sent no file"
+            } else {
+                "the transfer stalled: no data from the sender"
+            };
+            return State::Failed(format!(
+                "{what} for {} s although it still answers (--stall-timeout)",
+                still.as_secs()
             ));
         }
         State::Running
@@ -307,6 +331,7 @@ impl Receiver {
                 None => {
                     self.peer = Some(peer);
                     self.connected_at = Some(now);
+                    self.stall = Some(StallWatch::new(self.stall_timeout, now));
                 }
                 Some(p) if p == peer && peer_restarted && self.received() > 0 => {
                     self.fail("the sender restarted during the transfer".to_owned());
@@ -339,6 +364,7 @@ impl Receiver {
             match outcome {
                 ReadOutcome::Blocked => return,
                 ReadOutcome::Data(n) => {
+                    self.read_bytes += n as u64;
                     let data = std::mem::take(&mut self.buf);
                     let r = self.on_data(&data[..n]);
                     self.buf = data;

@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::header::{self, FileHeader, Reply, MAX_FILES, UNKNOWN_SIZE};
 use super::progress::Progress;
+use super::stall::StallWatch;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::daemon::event_loop::{Driver, SocketCore};
 use crate::daemon::{os_seed, runtime, shutdown_signal};
@@ -145,6 +146,11 @@ struct Sender {
     done_at: Option<Instant>,
     failure: Option<String>,
     udp_send_errors: u64,
+    /// The last pump found the input with nothing to give yet (stdin).
+    waiting_for_input: bool,
+    stall_timeout: Duration,
+    /// From the connection on.
+    stall: Option<StallWatch>,
 }
 
 pub fn run(args: &SendArgs) -> Result<(), Failure> {
@@ -347,6 +353,9 @@ async fn transfer(
         done_at: None,
         failure: None,
         udp_send_errors: 0,
+        waiting_for_input: false,
+        stall_timeout: Duration::from_secs(args.common.stall_timeout),
+        stall: None,
     };
     let driver = Driver::start(sender, sockets);
     let mut progress = Progress::new();
@@ -398,7 +407,7 @@ enum State {
 }
 
 impl Sender {
-    fn state(&self, now: Instant, timeout: Duration, remote: SocketAddr) -> State {
+    fn state(&mut self, now: Instant, timeout: Duration, remote: SocketAddr) -> State {
         if let Some(msg) = &self.failure {
             return State::Failed(msg.clone());
         }
@@ -420,6 +429,23 @@ impl Sender {
             return State::Failed(format!(
                 "lost the receiver: nothing heard on any path for {} s",
                 timeout.as_secs()
+            ));
+        }
+        // Waiting for stdin with everything sent acknowledged is this
+        // end's own pause.
+        let all_acked = self
+            .session
+            .stream()
+            .is_some_and(|c| c.send_capacity() == stream_send_buffer());
+        let waiting = self.waiting_for_input && all_acked;
+        let answered = self.replies.iter().filter(|r| r.is_some()).count() as u64;
+        let progress = self.acknowledged() + answered;
+        let stall = self.stall.as_mut();
+        if let Some(still) = stall.and_then(|w| w.check(now, progress, waiting)) {
+            return State::Failed(format!(
+                "the transfer stalled: the receiver acknowledged no data and answered for no \
+                 file in {} s, though it still answers on its paths (--stall-timeout)",
+                still.as_secs()
             ));
         }
         State::Running
@@ -462,6 +488,7 @@ impl Sender {
         let Some(conn) = self.session.stream_mut() else {
             return Ok(());
         };
+        self.waiting_for_input = false;
         loop {
             if self.pending_at < self.pending.len() {
                 let id = self
@@ -510,7 +537,10 @@ impl Sender {
             }
             let source = &mut self.sources[self.next_file];
             match source.read(&mut self.chunk, room)? {
-                Chunk::Wait => return Ok(()),
+                Chunk::Wait => {
+                    self.waiting_for_input = true;
+                    return Ok(());
+                }
                 Chunk::Data(n) => {
                     cur.hasher.update(&self.chunk[..n]);
                     cur.read += n as u64;
@@ -582,6 +612,7 @@ impl Sender {
                     self.fail("the receiver restarted during the transfer".to_owned());
                 } else if self.connected_at.is_none() {
                     self.connected_at = Some(now);
+                    self.stall = Some(StallWatch::new(self.stall_timeout, now));
                 }
             }
         }
