@@ -410,11 +410,22 @@ fn remove(layout: &LabLayout) -> Result<Vec<String>, LabError> {
         stop_process(pid);
         removed.push(format!("emulator (pid {pid})"));
     }
+    // Every namespace is tried (each delete kills its processes first)
+    // even when one fails; the state directory stays then, so that
+    // `down` can be run again.
+    let mut first_error = None;
     for ns in layout.namespaces() {
         if netns::exists(&ns) {
-            netns::delete(&ns)?;
-            removed.push(format!("namespace {ns}"));
+            match netns::delete(&ns) {
+                Ok(()) => removed.push(format!("namespace {ns}")),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
     }
     let dir: PathBuf = layout.state_dir();
     if dir.exists() {

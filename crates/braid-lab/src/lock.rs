@@ -27,7 +27,7 @@ fn open(layout: &LabLayout) -> Result<File, LabError> {
         .map_err(LabError::io(format!("opening {}", path.display())))
 }
 
-fn flock(file: &File, operation: libc::c_int) -> io::Result<()> {
+pub(crate) fn flock(file: &File, operation: libc::c_int) -> io::Result<()> {
     loop {
         // SAFETY: flock on a descriptor we own.
         if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {

@@ -12,7 +12,8 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::layout::NETNS_ROOT;
+use crate::layout::{NETNS_ROOT, STATE_ROOT};
+use crate::lock::flock;
 use crate::LabError;
 
 fn file_of(ns: &str) -> PathBuf {
@@ -36,12 +37,59 @@ pub fn exists(ns: &str) -> bool {
     file_of(ns).exists()
 }
 
+/// Makes `/run/netns` a shared mount point of its own, as `ip netns add`
+/// does the first time it runs. Were the namespaces mounted on files of a
+/// plain directory, a later `ip netns add` (a test making a namespace of
+/// its own, a user) would bind-mount the directory over itself, stacking a
+/// copy of every namespace mount on the original: deleting those
+/// namespaces would then fail with EBUSY. Done once per boot; a lock keeps
+/// two processes from both doing it (they would stack the same way).
+fn prepare_root() -> io::Result<()> {
+    std::fs::create_dir_all(NETNS_ROOT)?;
+    std::fs::create_dir_all(STATE_ROOT)?;
+    // A name no lab's lock can have: lab names hold no '.'.
+    let lock = File::create(Path::new(STATE_ROOT).join(".netns-root.lock"))?;
+    flock(&lock, libc::LOCK_EX)?;
+    let root = c_path(Path::new(NETNS_ROOT))?;
+    let mut bound = false;
+    loop {
+        // SAFETY: mount with valid NUL-terminated strings and no data.
+        let shared = check(unsafe {
+            libc::mount(
+                c"".as_ptr(),
+                root.as_ptr(),
+                c"none".as_ptr(),
+                libc::MS_SHARED | libc::MS_REC,
+                std::ptr::null(),
+            )
+        });
+        match shared {
+            Ok(()) => return Ok(()),
+            // EINVAL: not a mount point yet; make it one, once.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && !bound => {
+                // SAFETY: as above.
+                check(unsafe {
+                    libc::mount(
+                        root.as_ptr(),
+                        root.as_ptr(),
+                        c"none".as_ptr(),
+                        libc::MS_BIND | libc::MS_REC,
+                        std::ptr::null(),
+                    )
+                })?;
+                bound = true;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Creates namespace `ns`: a fresh network namespace made in a thread of
 /// its own (network namespaces belong to threads), bind-mounted on its file.
 pub fn add(ns: &str) -> Result<(), LabError> {
     let path = file_of(ns);
     let fail = |what: &str| LabError::io(format!("{what} namespace {ns}"));
-    std::fs::create_dir_all(NETNS_ROOT).map_err(fail("creating the directory of"))?;
+    prepare_root().map_err(fail("preparing /run/netns for"))?;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
