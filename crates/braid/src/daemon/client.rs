@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathDownReason, PathRole, Session, MAX_DATAGRAM_LEN};
 use braid_core::time::Instant;
-use braid_io::{Binding, PathSocket, Tun};
+use braid_io::{Binding, InterfaceList, LinkWatch, PathSocket, SocketError, Tun};
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr;
+use super::links::{self, PathLinks};
 use super::{create_tun, os_seed, session_config, status_json};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
@@ -34,12 +35,15 @@ struct Counters {
     tun_tx_dropped: u64,
     tun_rx_refused: u64,
     udp_send_errors: u64,
+    /// Datagrams not sent because their path's link is gone.
+    udp_link_lost: u64,
 }
 
 struct Client {
     session: Session,
     counters: Counters,
     path_names: Vec<String>,
+    links: PathLinks,
     tx_buf: Box<[u8]>,
 }
 
@@ -49,7 +53,7 @@ pub fn run(args: &ClientArgs) -> Result<(), Failure> {
     refuse_unsupported(&args.config, &config)?;
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
-    tokio::task::LocalSet::new().block_on(&runtime, serve(config))
+    tokio::task::LocalSet::new().block_on(&runtime, serve(&args.config, config))
 }
 
 /// Options the config accepts but this daemon does not carry out yet: a
@@ -81,10 +85,44 @@ fn core_role(role: Role) -> PathRole {
     }
 }
 
-async fn serve(config: ClientConfig) -> Result<(), Failure> {
+/// A path's socket; for an `optional` path whose link is missing, one
+/// that waits for it (see `links`).
+fn open_path_socket(
+    file: &std::path::Path,
+    path: &crate::config::client::PathConfig,
+    binding: &Binding,
+    server: SocketAddr,
+) -> Result<PathSocket, Failure> {
+    let failed = |e: SocketError| {
+        let hint = if e.is_missing_link() {
+            " (with optional = true on the path the client waits for it)"
+        } else {
+            ""
+        };
+        Failure::Usage(format!(
+            "{}: path {:?}: {e}{hint}",
+            file.display(),
+            path.display_name()
+        ))
+    };
+    match PathSocket::client(binding, server) {
+        Err(e) if path.optional && e.is_missing_link() => {
+            info!(path = path.display_name(), "{e}: waiting for it");
+            PathSocket::client_unattached(binding, server).map_err(failed)
+        }
+        other => other.map_err(failed),
+    }
+}
+
+async fn serve(file: &std::path::Path, config: ClientConfig) -> Result<(), Failure> {
     let endpoint = config.server.endpoint;
+    // Subscribed before the first look at the interfaces, so that no
+    // change after it goes unnoticed.
+    let watch =
+        LinkWatch::open().map_err(|e| Failure::Runtime(format!("link notifications: {e}")))?;
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
+    let mut bindings = Vec::new();
     for path in &config.paths {
         let p = path.get_ref();
         let binding = match (&p.interface, p.source) {
@@ -92,9 +130,8 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
             (None, Some(ip)) => Binding::Source(ip),
             (None, None) => unreachable!("config validation requires one"),
         };
-        let socket = PathSocket::client(&binding, endpoint)
-            .map_err(|e| Failure::Usage(format!("path {:?}: {e}", p.display_name())))?;
-        sockets.push(socket);
+        sockets.push(open_path_socket(file, p, &binding, endpoint)?);
+        bindings.push((p.display_name(), binding));
         paths.push(session::PathConfig {
             name: p.display_name(),
             role: core_role(p.role),
@@ -105,7 +142,7 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
     }
     let (tun, mtu) = create_tun(&config.tunnel)?;
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
-    let session = Session::client(
+    let mut session = Session::client(
         session::ClientConfig {
             local: StaticKeypair::from_private(config.private_key.0.clone()),
             server: config.server.public_key.0,
@@ -116,6 +153,10 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
         os_seed(),
     )
     .map_err(|e| Failure::Usage(format!("session: {e}")))?;
+    let mut links = PathLinks::new(bindings, endpoint.is_ipv6());
+    let interfaces =
+        InterfaceList::read().map_err(|e| Failure::Runtime(format!("reading interfaces: {e}")))?;
+    links.update(Instant::ZERO, &interfaces, &sockets, &mut session);
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
     info!(
@@ -130,9 +171,17 @@ async fn serve(config: ClientConfig) -> Result<(), Failure> {
         session,
         counters: Counters::default(),
         path_names,
+        links,
         tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
     };
-    event_loop::run(client, sockets, tun, control).await
+    event_loop::run_with(client, sockets, tun, control, |handle| {
+        tokio::task::spawn_local(links::follow(watch, move |list| {
+            handle.input(|c: &mut Client, now, sockets| {
+                c.links.update(now, list, sockets, &mut c.session);
+            });
+        }));
+    })
+    .await
 }
 
 impl Core for Client {
@@ -159,6 +208,10 @@ impl Core for Client {
     /// packets to the TUN device, events to the log.
     fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
         while let Some(t) = self.session.poll_transmit(now, &mut self.tx_buf) {
+            if !self.links.may_send(t.path) {
+                self.counters.udp_link_lost += 1;
+                continue;
+            }
             let sent = sockets
                 .get(usize::from(t.path))
                 .map(|s| s.try_send(t.remote, &self.tx_buf[..t.len], None));
@@ -188,7 +241,7 @@ impl Core for Client {
 
     fn status(&self, now: Instant) -> String {
         let c = &self.counters;
-        let doc = json!({
+        let mut doc = json!({
             "role": "client",
             "session": status_json::session(&self.session.stats(now)),
             "daemon": {
@@ -197,8 +250,10 @@ impl Core for Client {
                 "tun_tx_packets": c.tun_tx_packets,
                 "tun_tx_dropped": c.tun_tx_dropped,
                 "udp_send_errors": c.udp_send_errors,
+                "udp_link_lost": c.udp_link_lost,
             },
         });
+        self.links.annotate(&mut doc["session"]["paths"]);
         format!("{doc}\n")
     }
 }
@@ -230,6 +285,9 @@ impl Client {
                         path = self.name(path),
                         "path down: session keys lost, reconnecting"
                     )
+                }
+                PathDownReason::LinkLost => {
+                    info!(path = self.name(path), "path down: its link is lost")
                 }
             },
             Event::PathRebound { path, from, to } => {

@@ -13,6 +13,7 @@ mod clock;
 mod control;
 pub(crate) mod event_loop;
 mod inner_addr;
+mod links;
 pub mod server;
 mod status_json;
 
