@@ -695,6 +695,7 @@ fn a_path_whose_interface_goes_is_down_at_once_and_comes_back_without_a_restart(
         received >= 34,
         "{received}/40 pings through the change: {text}"
     );
+    println!("p2 down {noticed:?} after `ip link set p2 down`, up {back:?} after its return");
     let sent = ping_over_p2_alone(&tunnel, "8mbit,10ms");
     assert!(
         sent >= 5,
@@ -744,6 +745,7 @@ fn an_optional_path_whose_interface_is_missing_at_start_is_picked_up_when_it_app
     let up = wait_for_path(&tunnel, 1, appeared, Duration::from_secs(10), "up", |p| {
         p["state"] == "up"
     });
+    println!("p2 up {up:?} after its interface appeared");
     let sent = ping_over_p2_alone(&tunnel, "8mbit,10ms");
     assert!(
         sent >= 5,
