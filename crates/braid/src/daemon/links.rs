@@ -172,3 +172,109 @@ pub async fn follow(watch: LinkWatch, mut apply: impl FnMut(&InterfaceList)) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+    use braid_core::crypto::{PrivateKey, StaticKeypair};
+    use braid_core::session::{
+        ClientConfig, PathConfig, PathDownReason, PathRole, PathState, SessionConfig,
+    };
+    use braid_io::Interface;
+
+    use super::*;
+
+    const SERVER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9);
+
+    fn session(paths: usize) -> Session {
+        let key = |b| StaticKeypair::from_private(PrivateKey::from_bytes([b; 32]));
+        Session::client(
+            ClientConfig {
+                local: key(1),
+                server: key(2).public,
+                psk: None,
+                paths: (0..paths)
+                    .map(|i| PathConfig {
+                        name: format!("p{i}"),
+                        role: PathRole::Primary,
+                        cost: 0.0,
+                        remote: SERVER,
+                        rate_limit_bps: None,
+                    })
+                    .collect(),
+                session: SessionConfig::default(),
+            },
+            [3; 32],
+        )
+        .unwrap()
+    }
+
+    /// One interface `eth0` with index `index`, holding `addresses`.
+    fn list(index: u32, running: bool, addresses: &[IpAddr]) -> InterfaceList {
+        InterfaceList(vec![Interface {
+            name: "eth0".into(),
+            index,
+            running,
+            loopback: false,
+            addresses: addresses.to_vec(),
+        }])
+    }
+
+    /// A path pinned to a source address (a socket that needs no root):
+    /// the session hears of each change of its link, once.
+    #[test]
+    fn the_session_hears_when_a_link_goes_and_comes_back() {
+        let runtime = crate::daemon::runtime().unwrap();
+        let _guard = runtime.enter();
+        let source = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let binding = Binding::Source(source);
+        let sockets = vec![PathSocket::client_unattached(&binding, SERVER).unwrap()];
+        let mut links = PathLinks::new([("p0".to_owned(), binding)], false);
+        let mut session = session(1);
+        let state = |s: &Session| {
+            let p = &s.stats(Instant::ZERO).paths[0];
+            (p.state, p.link_lost)
+        };
+
+        links.update(
+            Instant::ZERO,
+            &list(2, true, &[source]),
+            &sockets,
+            &mut session,
+        );
+        assert!(links.may_send(0));
+        assert_eq!(state(&session), (PathState::Unvalidated, false));
+
+        // The address leaves the interface: down at once, with the reason.
+        links.update(Instant::ZERO, &list(2, true, &[]), &sockets, &mut session);
+        assert!(!links.may_send(0));
+        assert_eq!(state(&session), (PathState::Down, true));
+        let reason = session.stats(Instant::ZERO).paths[0].down_reason;
+        assert_eq!(reason, Some(PathDownReason::LinkLost));
+        let mut doc = serde_json::json!([{}]);
+        links.annotate(&mut doc);
+        assert_eq!(doc[0]["link"], "address 127.0.0.1 is on no interface");
+
+        // Back on an interface that is down: still lost.
+        links.update(
+            Instant::ZERO,
+            &list(3, false, &[source]),
+            &sockets,
+            &mut session,
+        );
+        assert!(!links.may_send(0));
+        assert_eq!(state(&session), (PathState::Down, true));
+
+        // Up again: the session may probe it (up once the server answers).
+        links.update(
+            Instant::ZERO,
+            &list(3, true, &[source]),
+            &sockets,
+            &mut session,
+        );
+        assert!(links.may_send(0));
+        assert_eq!(state(&session), (PathState::Down, false));
+        assert!(!links.may_send(1), "no such path");
+    }
+}
