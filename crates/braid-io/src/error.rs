@@ -17,6 +17,19 @@ pub enum SocketError {
     Io(#[from] io::Error),
 }
 
+impl SocketError {
+    /// Whether the path's link is missing (no such interface, or the
+    /// source address is on no interface): something that may appear
+    /// later, unlike a bad name or a missing permission.
+    pub fn is_missing_link(&self) -> bool {
+        match self {
+            SocketError::NoSuchInterface(_) => true,
+            SocketError::Bind { source, .. } => source.raw_os_error() == Some(libc::EADDRNOTAVAIL),
+            _ => false,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TunError {
     #[error("no /dev/net/tun: load the tun kernel module (modprobe tun) or run where it exists")]

@@ -1,58 +1,125 @@
-//! The host's interfaces that could carry a path: what `braid send` uses
-//! when told no `--via`, and their MTUs, from which the client sizes its
-//! tunnel.
+//! The host's interfaces and their addresses, as one snapshot: what
+//! `braid send` offers as paths when told no `--via`, and what the client
+//! checks its paths' links against whenever the kernel reports a change
+//! ([`LinkWatch`](crate::LinkWatch)); and their MTUs, from which the
+//! client sizes its tunnel.
 
 use std::ffi::CStr;
 use std::io;
-use std::net::Ipv6Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// One interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    pub name: String,
+    /// The kernel's index; a deleted and recreated interface gets a new one.
+    pub index: u32,
+    /// Administratively up and with a carrier (`IFF_UP` and `IFF_RUNNING`).
+    pub running: bool,
+    pub loopback: bool,
+    pub addresses: Vec<IpAddr>,
+}
+
+impl Interface {
+    /// Whether it holds an address a path to a server of this family can
+    /// send from (IPv6: one that is not link-local).
+    pub fn has_address_for(&self, ipv6: bool) -> bool {
+        self.addresses.iter().any(|a| match a {
+            IpAddr::V4(_) => !ipv6,
+            IpAddr::V6(v6) => ipv6 && !v6.is_unicast_link_local(),
+        })
+    }
+}
+
+/// Every interface of the host (of the network namespace), in the order
+/// the kernel lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InterfaceList(pub Vec<Interface>);
+
+impl InterfaceList {
+    /// A snapshot from `getifaddrs`, which lists every interface (with its
+    /// link-layer entry) and each of its addresses.
+    pub fn read() -> io::Result<InterfaceList> {
+        let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+        // SAFETY: getifaddrs writes a list head we free below.
+        if unsafe { libc::getifaddrs(&mut list) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut interfaces: Vec<Interface> = Vec::new();
+        let mut entry = list;
+        while !entry.is_null() {
+            // SAFETY: a non-null entry of the list getifaddrs returned,
+            // alive until freeifaddrs.
+            let e = unsafe { &*entry };
+            entry = e.ifa_next;
+            // SAFETY: ifa_name is a NUL-terminated string while the list lives.
+            let name = unsafe { CStr::from_ptr(e.ifa_name) }.to_string_lossy();
+            let i = match interfaces.iter().position(|i| i.name == name) {
+                Some(i) => i,
+                None => {
+                    let flags = e.ifa_flags;
+                    interfaces.push(Interface {
+                        name: name.into_owned(),
+                        index: 0,
+                        running: flags & (libc::IFF_UP as u32) != 0
+                            && flags & (libc::IFF_RUNNING as u32) != 0,
+                        loopback: flags & (libc::IFF_LOOPBACK as u32) != 0,
+                        addresses: Vec::new(),
+                    });
+                    interfaces.len() - 1
+                }
+            };
+            if e.ifa_addr.is_null() {
+                continue;
+            }
+            // SAFETY: ifa_addr is non-null and points at a sockaddr whose
+            // family says which larger struct it is.
+            match i32::from(unsafe { (*e.ifa_addr).sa_family }) {
+                libc::AF_INET => {
+                    // SAFETY: family AF_INET, so a sockaddr_in.
+                    let sin = unsafe { &*e.ifa_addr.cast::<libc::sockaddr_in>() };
+                    let ip = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                    interfaces[i].addresses.push(ip.into());
+                }
+                libc::AF_INET6 => {
+                    // SAFETY: family AF_INET6, so a sockaddr_in6.
+                    let sin6 = unsafe { &*e.ifa_addr.cast::<libc::sockaddr_in6>() };
+                    let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                    interfaces[i].addresses.push(ip.into());
+                }
+                libc::AF_PACKET => {
+                    // SAFETY: family AF_PACKET, so a sockaddr_ll.
+                    let sll = unsafe { &*e.ifa_addr.cast::<libc::sockaddr_ll>() };
+                    interfaces[i].index = u32::try_from(sll.sll_ifindex).unwrap_or(0);
+                }
+                _ => {}
+            }
+        }
+        // SAFETY: the list getifaddrs returned, freed once.
+        unsafe { libc::freeifaddrs(list) };
+        Ok(InterfaceList(interfaces))
+    }
+
+    pub fn named(&self, name: &str) -> Option<&Interface> {
+        self.0.iter().find(|i| i.name == name)
+    }
+
+    /// The interface that holds `ip`.
+    pub fn holding(&self, ip: IpAddr) -> Option<&Interface> {
+        self.0.iter().find(|i| i.addresses.contains(&ip))
+    }
+}
 
 /// Names of the interfaces that are up and running, not loopback, and hold
 /// an address of the family asked for (IPv6: one that is not link-local),
-/// in the order the kernel lists them, each once.
+/// in the order the kernel lists them.
 pub fn usable_interfaces(ipv6: bool) -> io::Result<Vec<String>> {
-    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs writes a list head we free below.
-    if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut names = Vec::new();
-    let mut entry = list;
-    while !entry.is_null() {
-        // SAFETY: a non-null entry of the list getifaddrs returned, alive
-        // until freeifaddrs.
-        let e = unsafe { &*entry };
-        entry = e.ifa_next;
-        let flags = e.ifa_flags;
-        let up = flags & (libc::IFF_UP as u32) != 0 && flags & (libc::IFF_RUNNING as u32) != 0;
-        if !up || flags & (libc::IFF_LOOPBACK as u32) != 0 || e.ifa_addr.is_null() {
-            continue;
-        }
-        // SAFETY: ifa_addr is non-null and points at a sockaddr whose
-        // family says which larger struct it is.
-        let family = i32::from(unsafe { (*e.ifa_addr).sa_family });
-        let wanted = match (ipv6, family) {
-            (false, libc::AF_INET) => true,
-            (true, libc::AF_INET6) => {
-                // SAFETY: family AF_INET6, so a sockaddr_in6.
-                let sin6 = unsafe { &*e.ifa_addr.cast::<libc::sockaddr_in6>() };
-                !Ipv6Addr::from(sin6.sin6_addr.s6_addr).is_unicast_link_local()
-            }
-            _ => false,
-        };
-        if !wanted {
-            continue;
-        }
-        // SAFETY: ifa_name is a NUL-terminated string while the list lives.
-        let name = unsafe { CStr::from_ptr(e.ifa_name) }
-            .to_string_lossy()
-            .into_owned();
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    // SAFETY: the list getifaddrs returned, freed once.
-    unsafe { libc::freeifaddrs(list) };
-    Ok(names)
+    Ok(InterfaceList::read()?
+        .0
+        .into_iter()
+        .filter(|i| i.running && !i.loopback && i.has_address_for(ipv6))
+        .map(|i| i.name)
+        .collect())
 }
 
 /// The MTU of the interface called `name`, from sysfs.
@@ -98,5 +165,16 @@ mod tests {
             unique.dedup();
             assert_eq!(unique, names);
         }
+    }
+
+    #[test]
+    fn the_snapshot_has_loopback_with_its_index_and_addresses() {
+        let list = InterfaceList::read().unwrap();
+        let lo = list.named("lo").expect("every namespace has lo");
+        assert!(lo.loopback);
+        assert!(lo.index >= 1);
+        assert!(lo.addresses.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        assert_eq!(list.holding(Ipv4Addr::LOCALHOST.into()), Some(lo));
+        assert!(lo.has_address_for(false));
     }
 }

@@ -10,16 +10,24 @@
 //! - [`Tun`]: the TUN device, with one clear line when it cannot be made.
 //! - [`usable_interfaces`]: the interfaces a path could use;
 //!   [`interface_mtu`]: their MTUs.
+//! - [`InterfaceList`], [`LinkStatus`], [`LinkWatch`]: the interfaces and
+//!   addresses as one snapshot, whether a path's link can carry it, and the
+//!   kernel's notifications that something changed, so that a client
+//!   follows its links as they come and go.
 
 mod batch;
 mod error;
 mod interfaces;
+mod link_status;
+mod link_watch;
 mod path_socket;
 mod tun;
 
 pub use batch::{Datagram, RecvBatch, MAX_DATAGRAM_BYTES};
 pub use error::{SocketError, TunError};
-pub use interfaces::{interface_mtu, usable_interfaces};
+pub use interfaces::{interface_mtu, usable_interfaces, Interface, InterfaceList};
+pub use link_status::LinkStatus;
+pub use link_watch::LinkWatch;
 pub use path_socket::{Binding, PathSocket};
 pub use tun::{Tun, TunConfig};
 

@@ -42,13 +42,51 @@ impl PathSocket {
         let socket = new_socket(server)?;
         let local = match binding {
             Binding::Interface(name) => {
-                bind_to_device(&socket, name)?;
+                bind_to_device(&socket2::SockRef::from(&socket), name)?;
                 SocketAddr::new(unspecified_like(server.ip()), 0)
             }
             Binding::Source(ip) => SocketAddr::new(*ip, 0),
         };
         bind(&socket, local)?;
         PathSocket::from_socket(socket)
+    }
+
+    /// A client path's socket for a link that is not there yet (see
+    /// [`LinkStatus`](crate::LinkStatus)): bound to the source address
+    /// even though no interface holds it yet (`IP_FREEBIND`), or, for an
+    /// interface, bound to no interface at all. Nothing may be sent on it
+    /// until [`attach`](Self::attach) succeeded: unattached, it would leave
+    /// wherever the routing table says.
+    pub fn client_unattached(
+        binding: &Binding,
+        server: SocketAddr,
+    ) -> Result<PathSocket, SocketError> {
+        let socket = new_socket(server)?;
+        let local = match binding {
+            Binding::Interface(_) => SocketAddr::new(unspecified_like(server.ip()), 0),
+            Binding::Source(ip) => {
+                if ip.is_ipv6() {
+                    socket.set_freebind_v6(true)?;
+                } else {
+                    socket.set_freebind_v4(true)?;
+                }
+                SocketAddr::new(*ip, 0)
+            }
+        };
+        bind(&socket, local)?;
+        PathSocket::from_socket(socket)
+    }
+
+    /// Pins the socket to its link again, once the link is there: for an
+    /// interface, `SO_BINDTODEVICE` by name, which finds the interface even
+    /// if it was deleted and made again (a new index) since the last time.
+    /// A source address needs nothing: the socket is bound to it, and it
+    /// works again as soon as an interface holds the address.
+    pub fn attach(&self, binding: &Binding) -> Result<(), SocketError> {
+        match binding {
+            Binding::Interface(name) => bind_to_device(&socket2::SockRef::from(&self.io), name),
+            Binding::Source(_) => Ok(()),
+        }
     }
 
     /// A server's socket listening on `addr`. Needs a tokio runtime.
@@ -155,7 +193,7 @@ fn bind(socket: &Socket, addr: SocketAddr) -> Result<(), SocketError> {
         .map_err(|source| SocketError::Bind { addr, source })
 }
 
-fn bind_to_device(socket: &Socket, name: &str) -> Result<(), SocketError> {
+fn bind_to_device(socket: &socket2::SockRef<'_>, name: &str) -> Result<(), SocketError> {
     let bad_name = || SocketError::BadInterfaceName(name.to_owned());
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
         return Err(bad_name());

@@ -136,6 +136,14 @@ fn session(out: &mut String, s: &Value) {
                 .map_or("-".to_owned(), |bps| format!("{:.2} Mbit/s", bps / 1e6)),
             p["bytes_used"].as_u64().unwrap_or(0),
         );
+        // Why, when the client knows the path's link is gone.
+        if p["down_reason"] == "link_lost" {
+            let _ = writeln!(
+                out,
+                "  link lost: {}",
+                p["link"].as_str().unwrap_or("(no detail)")
+            );
+        }
     }
     for p in s["paths"].as_array().into_iter().flatten() {
         let cap = &p["data_cap"];
@@ -197,11 +205,11 @@ fn drops(d: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use super::*;
 
     #[test]
     fn a_capped_path_shows_its_usage_cap_and_demotion() {
-        let doc = json!({
+        let doc = serde_json::json!({
             "role": "client",
             "session": {"paths": [
                 {"name": "dsl", "state": "up", "role": "primary", "bytes_used": 10},
@@ -224,5 +232,27 @@ mod tests {
         assert!(!text.contains("data cap dsl"), "{text}");
         assert_eq!(super::decimal_bytes(999), "999 B");
         assert_eq!(super::decimal_bytes(1500), "1.50 kB");
+    }
+
+    #[test]
+    fn a_path_whose_link_is_lost_says_what_happened() {
+        let doc = serde_json::json!({
+            "role": "client",
+            "session": {"paths": [
+                {"name": "dsl", "state": "up", "down_reason": null},
+                {"name": "lte", "state": "down", "down_reason": "link_lost",
+                 "link": "interface \"wwan0\" does not exist"},
+                {"name": "sat", "state": "down", "down_reason": "silent",
+                 "link": "interface \"sat0\" is up"},
+            ]},
+            "daemon": {},
+        });
+        let text = render(&doc);
+        assert!(
+            text.contains("lte          down")
+                && text.contains("\n  link lost: interface \"wwan0\" does not exist\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("link lost").count(), 1, "{text}");
     }
 }

@@ -57,9 +57,10 @@ fn a_missing_interface_is_named_at_start() {
     let path = write("iface.toml", &CLIENT.replace("eth0", "nosuchif0"));
     let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
     assert!(
-        err.contains("path \"nosuchif0\": interface \"nosuchif0\" does not exist"),
+        err.contains("iface.toml: path \"nosuchif0\": interface \"nosuchif0\" does not exist"),
         "{err}"
     );
+    assert!(err.contains("optional = true"), "says how to wait: {err}");
 }
 
 #[test]

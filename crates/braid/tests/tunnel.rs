@@ -28,6 +28,9 @@ struct Extra<'a> {
     server: &'a str,
     client: &'a str,
     paths: &'a [&'a str],
+    /// The client's whole `[[path]]` of lab path `i` (from 1), instead of
+    /// the default one bound to the lab's source address plus `paths`.
+    path_toml: Option<&'a dyn Fn(usize) -> String>,
 }
 
 /// A lab with a braid server and client in it; everything stopped and
@@ -127,12 +130,15 @@ impl Tunnel {
             self.server_public_key
         );
         for i in 1..=self.paths {
-            // The lab's client address on path i; its policy routing sends
-            // packets from it over that path.
-            config += &format!(
-                "[[path]]\nname = \"p{i}\"\nsource = \"198.18.{i}.2\"\n{}",
-                extra.paths.get(i - 1).copied().unwrap_or_default()
-            );
+            config += &match extra.path_toml {
+                Some(path_toml) => path_toml(i),
+                // The lab's client address on path i; its policy routing
+                // sends packets from it over that path.
+                None => format!(
+                    "[[path]]\nname = \"p{i}\"\nsource = \"198.18.{i}.2\"\n{}",
+                    extra.paths.get(i - 1).copied().unwrap_or_default()
+                ),
+            };
         }
         config
     }
@@ -955,6 +961,7 @@ fn metrics_grow_and_a_data_cap_demotes_its_path_across_a_restart() {
             server: "metrics = \"127.0.0.1:9852\"\n",
             client: &client_extra,
             paths: &["", "data_cap = \"300kB/day\"\n"],
+            ..Extra::default()
         },
     );
     tunnel.wait_until_all_paths_up();
@@ -1041,4 +1048,257 @@ fn metrics_grow_and_a_data_cap_demotes_its_path_across_a_restart() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Runs `ip ARGS` in the client namespace; it must succeed.
+fn client_ip(tunnel: &Tunnel, args: &[&str]) {
+    let argv: Vec<&str> = std::iter::once("ip").chain(args.iter().copied()).collect();
+    let out = tunnel.exec("client", &argv);
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Gives lab path `i`'s client interface, now called `iface` and up, back
+/// what taking it down flushed: its static neighbour and its routes to the
+/// server (as the lab's topology made them).
+fn restore_lab_routes(tunnel: &Tunnel, iface: &str, i: usize) {
+    let gateway = format!("198.18.{i}.1");
+    let mac = format!("02:62:72:{i:02x}:00:01");
+    client_ip(
+        tunnel,
+        &[
+            "neigh",
+            "replace",
+            &gateway,
+            "lladdr",
+            &mac,
+            "dev",
+            iface,
+            "nud",
+            "permanent",
+        ],
+    );
+    let table = (100 + i).to_string();
+    for extra in [["metric", table.as_str()], ["table", table.as_str()]] {
+        let mut args = vec![
+            "route",
+            "replace",
+            "198.19.0.1/32",
+            "via",
+            &gateway,
+            "dev",
+            iface,
+        ];
+        args.extend(extra);
+        client_ip(tunnel, &args);
+    }
+}
+
+/// The client's path `i` (from 0) in `braid status --json`.
+fn client_path(tunnel: &Tunnel, i: usize) -> Value {
+    tunnel.status("client")["session"]["paths"][i].clone()
+}
+
+/// Waits until `limit` after `start` for `pred` on the client's path `i`;
+/// returns how long after `start` it held.
+fn wait_for_path(
+    tunnel: &Tunnel,
+    i: usize,
+    start: Instant,
+    limit: Duration,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Duration {
+    loop {
+        let p = client_path(tunnel, i);
+        if pred(&p) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "path {i} not {what} after {limit:?}: {p}\nclient log:\n{}",
+            tunnel.log("client")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Pings through the tunnel while lab path 1 (the client's path 0) is
+/// cut: every answer then came over path 2. Returns path 2's TX packets
+/// during the pings; path 1 is restored after.
+fn ping_over_p2_alone(tunnel: &Tunnel, p1_spec: &str) -> u64 {
+    tunnel.set("p1", &format!("{p1_spec},loss=100%"));
+    wait_for_path(
+        tunnel,
+        0,
+        Instant::now(),
+        Duration::from_secs(2),
+        "down",
+        |p| p["state"] == "down",
+    );
+    let before = client_path(tunnel, 1)["tx_packets"].as_u64().unwrap();
+    assert_eq!(
+        ping(tunnel, SERVER_TUN, 5),
+        5,
+        "p2 alone carries the tunnel"
+    );
+    let sent = client_path(tunnel, 1)["tx_packets"].as_u64().unwrap() - before;
+    tunnel.set("p1", p1_spec);
+    sent
+}
+
+#[test]
+fn a_path_whose_interface_goes_is_down_at_once_and_comes_back_without_a_restart() {
+    if !have_root() {
+        return;
+    }
+    let by_interface = |i| format!("[[path]]\nname = \"p{i}\"\ninterface = \"p{i}\"\n");
+    let mut tunnel = Tunnel::up_with(
+        "tun-ifgone",
+        &["8mbit,10ms", "2mbit,40ms"],
+        true,
+        &Extra {
+            path_toml: Some(&by_interface),
+            ..Extra::default()
+        },
+    );
+    tunnel.wait_until_all_paths_up();
+    assert_eq!(ping(&tunnel, SERVER_TUN, 3), 3);
+
+    // Traffic flows while the interface goes: 40 pings over 8 s.
+    let pinger = tunnel.spawn(
+        "client",
+        &[
+            "ping", "-n", "-q", "-c", "40", "-i", "0.2", "-W", "2", SERVER_TUN,
+        ],
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    // Renamed away (the kernel renames only an interface that is down).
+    let gone = Instant::now();
+    client_ip(&tunnel, &["link", "set", "p2", "down"]);
+    let noticed = wait_for_path(&tunnel, 1, gone, Duration::from_secs(1), "down", |p| {
+        p["state"] == "down" && p["down_reason"] == "link_lost"
+    });
+    let renamed = Instant::now();
+    client_ip(&tunnel, &["link", "set", "p2", "name", "p2away"]);
+    wait_for_path(
+        &tunnel,
+        1,
+        renamed,
+        Duration::from_secs(1),
+        "missing",
+        |p| p["link"] == "interface \"p2\" does not exist",
+    );
+    assert_eq!(client_path(&tunnel, 0)["state"], "up");
+    assert_eq!(
+        ping(&tunnel, SERVER_TUN, 5),
+        5,
+        "traffic continues over p1 (p2 down within {noticed:?})"
+    );
+    let log = tunnel.log("client");
+    assert!(
+        log.contains("link lost: interface \"p2\" is down or has no carrier")
+            && log.contains("path down: its link is lost"),
+        "the log says why: {log}"
+    );
+
+    // Back under its name: the same client process picks it up.
+    client_ip(&tunnel, &["link", "set", "p2away", "name", "p2"]);
+    client_ip(&tunnel, &["link", "set", "p2", "up"]);
+    let returned = Instant::now();
+    restore_lab_routes(&tunnel, "p2", 2);
+    let back = wait_for_path(&tunnel, 1, returned, Duration::from_secs(10), "up", |p| {
+        p["state"] == "up"
+    });
+    let out = tunnel
+        .client
+        .as_mut()
+        .unwrap()
+        .try_wait()
+        .expect("client status");
+    assert!(out.is_none(), "the client kept running: {out:?}");
+    let out = pinger.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let received: u32 = text
+        .split(',')
+        .find_map(|part| part.trim().strip_suffix(" received"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("ping output: {text}"));
+    // Pings in flight or queued on p2 when it went may be lost; not more.
+    assert!(
+        received >= 34,
+        "{received}/40 pings through the change: {text}"
+    );
+    println!("p2 down {noticed:?} after `ip link set p2 down`, up {back:?} after its return");
+    let sent = ping_over_p2_alone(&tunnel, "8mbit,10ms");
+    assert!(
+        sent >= 5,
+        "p2 carried the pings ({sent} datagrams; up {back:?} after its return)"
+    );
+}
+
+#[test]
+fn an_optional_path_whose_interface_is_missing_at_start_is_picked_up_when_it_appears() {
+    if !have_root() {
+        return;
+    }
+    let late_second = |i| {
+        if i == 2 {
+            "[[path]]\nname = \"p2\"\ninterface = \"late2\"\noptional = true\n".to_owned()
+        } else {
+            format!("[[path]]\nname = \"p{i}\"\ninterface = \"p{i}\"\n")
+        }
+    };
+    let tunnel = Tunnel::up_with(
+        "tun-iflate",
+        &["8mbit,10ms", "2mbit,40ms"],
+        true,
+        &Extra {
+            path_toml: Some(&late_second),
+            ..Extra::default()
+        },
+    );
+    wait_for_path(
+        &tunnel,
+        0,
+        Instant::now(),
+        Duration::from_secs(10),
+        "up",
+        |p| p["state"] == "up",
+    );
+    let p2 = client_path(&tunnel, 1);
+    assert_eq!(p2["state"], "down", "{p2}");
+    assert_eq!(p2["link"], "interface \"late2\" does not exist", "{p2}");
+    assert_eq!(p2["tx_packets"], 0, "nothing sent on a missing link: {p2}");
+    assert!(
+        tunnel
+            .log("client")
+            .contains("interface \"late2\" does not exist: waiting for it"),
+        "{}",
+        tunnel.log("client")
+    );
+    assert_eq!(
+        ping(&tunnel, SERVER_TUN, 3),
+        3,
+        "p1 carries the tunnel meanwhile"
+    );
+
+    // The interface appears (the lab's second link, under the awaited name).
+    client_ip(&tunnel, &["link", "set", "p2", "down"]);
+    client_ip(&tunnel, &["link", "set", "p2", "name", "late2"]);
+    let appeared = Instant::now();
+    client_ip(&tunnel, &["link", "set", "late2", "up"]);
+    restore_lab_routes(&tunnel, "late2", 2);
+    let up = wait_for_path(&tunnel, 1, appeared, Duration::from_secs(10), "up", |p| {
+        p["state"] == "up"
+    });
+    println!("p2 up {up:?} after its interface appeared");
+    let sent = ping_over_p2_alone(&tunnel, "8mbit,10ms");
+    assert!(
+        sent >= 5,
+        "p2 carried the pings ({sent} datagrams; up {up:?} after it appeared)"
+    );
 }

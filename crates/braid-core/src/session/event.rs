@@ -37,4 +37,9 @@ pub enum PathDownReason {
     /// The session's keys were lost (handshake pending after the peer
     /// stopped answering everywhere, or the peer restarted).
     SessionReset,
+    /// The owner said the path's link is gone ([`Session::handle_link_change`]):
+    /// its interface disappeared, went down or lost its address.
+    ///
+    /// [`Session::handle_link_change`]: super::Session::handle_link_change
+    LinkLost,
 }

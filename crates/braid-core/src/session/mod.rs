@@ -166,6 +166,11 @@ struct Path {
     rx_packets: u64,
     probes_sent: u64,
     times_down: u64,
+    /// Why the path went down last; `None` while it has never been down.
+    down_reason: Option<PathDownReason>,
+    /// The owner reported the path's link gone: nothing is sent on it and
+    /// nothing heard on it brings it up until the link is back.
+    link_lost: bool,
 }
 
 impl Path {
@@ -189,7 +194,20 @@ impl Path {
             rx_packets: 0,
             probes_sent: 0,
             times_down: 0,
+            down_reason: None,
+            link_lost: false,
         }
+    }
+
+    /// Marks the path down for `reason`; returns whether it was not down.
+    fn go_down(&mut self, reason: PathDownReason) -> bool {
+        self.down_reason = Some(reason);
+        if self.state == PathState::Down {
+            return false;
+        }
+        self.state = PathState::Down;
+        self.times_down += 1;
+        true
     }
 }
 
@@ -708,8 +726,11 @@ impl Session {
             None => p.remote = Some(remote),
             _ => {}
         }
-        if p.state != PathState::Up {
+        // What was already on its way when the link went comes in, but
+        // the path stays down until the owner says the link is back.
+        if p.state != PathState::Up && !p.link_lost {
             p.state = PathState::Up;
+            p.down_reason = None;
             self.events.push_back(Event::PathUp { path, remote });
             self.update_usable(now);
         }
@@ -732,6 +753,36 @@ impl Session {
         let usable = if main.is_empty() { backup } else { main };
         if usable != self.sender.usable_paths() {
             self.sender.set_usable_paths(now, usable);
+        }
+    }
+
+    /// The owner's word on a client path's link: `available = false` when
+    /// its interface disappeared, went down or lost its address (the path
+    /// goes down at once, [`PathDownReason::LinkLost`], instead of after
+    /// [`PATH_DOWN_AFTER`] of silence, and is not probed); `true` when it
+    /// is back (a probe goes out now, and the path is up when answered).
+    /// Repeating the current state changes nothing; an unknown path is
+    /// ignored.
+    pub fn handle_link_change(&mut self, now: Instant, path: u8, available: bool) {
+        self.last_now = now;
+        let Some(p) = self.paths.get_mut(usize::from(path)) else {
+            return;
+        };
+        if p.link_lost != available {
+            return;
+        }
+        p.link_lost = !available;
+        if available {
+            p.probe_now = true;
+            return;
+        }
+        p.probe_sent = None;
+        if p.go_down(PathDownReason::LinkLost) {
+            self.events.push_back(Event::PathDown {
+                path,
+                reason: PathDownReason::LinkLost,
+            });
+            self.update_usable(now);
         }
     }
 
@@ -808,7 +859,15 @@ impl Session {
     /// Seals the plaintext at `buf[TRANSPORT_HEADER_LEN..][..len]` for
     /// `path`; `None` (and a drop counted) if it cannot leave.
     fn seal(&mut self, path: u8, buf: &mut [u8], len: usize) -> Option<Transmit> {
-        let Some(remote) = self.paths.get(usize::from(path)).and_then(|p| p.remote) else {
+        let Some(p) = self.paths.get(usize::from(path)) else {
+            self.drops.add(DropReason::NoRemote);
+            return None;
+        };
+        if p.link_lost {
+            self.drops.add(DropReason::LinkLost);
+            return None;
+        }
+        let Some(remote) = p.remote else {
             self.drops.add(DropReason::NoRemote);
             return None;
         };
@@ -880,7 +939,7 @@ impl Session {
 
     /// When a client next probes `p` (only with keys).
     fn probe_due(&self, p: &Path) -> Option<Instant> {
-        if !matches!(self.role, Role::Client(_)) || self.keys.current.is_none() {
+        if !matches!(self.role, Role::Client(_)) || self.keys.current.is_none() || p.link_lost {
             return None;
         }
         if p.probe_now {
@@ -936,12 +995,12 @@ impl Session {
             let silent = p.last_rx.map(|t| now - t);
             if p.state == PathState::Up && silent.is_some_and(|s| s >= self.config.path_down_after)
             {
-                p.state = PathState::Down;
-                p.times_down += 1;
+                let reason = PathDownReason::Silent(silent.unwrap_or_default());
+                p.go_down(reason);
                 changed = true;
                 self.events.push_back(Event::PathDown {
                     path: i as u8,
-                    reason: PathDownReason::Silent(silent.unwrap_or_default()),
+                    reason,
                 });
             }
         }
@@ -991,9 +1050,10 @@ impl Session {
         client.last_initiation = Some(now);
         client.roles_changed = false;
         let start = usize::from(client.next_handshake_path) % n;
-        let path = (0..n)
-            .map(|k| (start + k) % n)
+        let in_turn = || (0..n).map(|k| (start + k) % n);
+        let path = in_turn()
             .find(|&i| self.paths[i].state == PathState::Up)
+            .or_else(|| in_turn().find(|&i| !self.paths[i].link_lost))
             .unwrap_or(start);
         client.next_handshake_path = ((path + 1) % n) as u8;
         let timestamp = self.config.wall_clock_at_epoch + now.since_epoch();
@@ -1053,6 +1113,10 @@ impl Session {
                     rx_packets: p.rx_packets,
                     probes_sent: p.probes_sent,
                     times_down: p.times_down,
+                    down_reason: (p.state == PathState::Down)
+                        .then_some(p.down_reason)
+                        .flatten(),
+                    link_lost: p.link_lost,
                     silent_for: p.last_rx.map(|t| now - t),
                 }
             })

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::config::PathRole;
+use super::event::PathDownReason;
 
 /// Why a datagram was dropped. Every drop is counted under one reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,10 +45,13 @@ pub enum DropReason {
     NotConnected,
     /// No address known yet for the path a packet must leave on.
     NoRemote,
+    /// A packet for a path whose link is gone (feedback for what arrived
+    /// on it before).
+    LinkLost,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 17] = [
+    pub const ALL: [DropReason; 18] = [
         DropReason::Truncated,
         DropReason::Oversized,
         DropReason::UnknownType,
@@ -65,6 +69,7 @@ impl DropReason {
         DropReason::Unexpected,
         DropReason::NotConnected,
         DropReason::NoRemote,
+        DropReason::LinkLost,
     ];
 
     /// A stable snake_case name (for JSON and metrics).
@@ -87,6 +92,7 @@ impl DropReason {
             DropReason::Unexpected => "unexpected",
             DropReason::NotConnected => "not_connected",
             DropReason::NoRemote => "no_remote",
+            DropReason::LinkLost => "link_lost",
         }
     }
 
@@ -173,6 +179,11 @@ pub struct PathStats {
     pub rx_packets: u64,
     pub probes_sent: u64,
     pub times_down: u64,
+    /// Why the path is down (`None` unless it is).
+    pub down_reason: Option<PathDownReason>,
+    /// The owner reported the path's link gone
+    /// ([`Session::handle_link_change`](super::Session::handle_link_change)).
+    pub link_lost: bool,
     /// Time since something authenticated arrived on the path.
     pub silent_for: Option<Duration>,
 }

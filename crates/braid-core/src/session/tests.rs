@@ -1073,3 +1073,76 @@ fn no_stream_connection_unless_configured() {
     let peer = pair.peer();
     assert!(pair.server.session(peer).unwrap().stream().is_none());
 }
+
+#[test]
+fn a_path_whose_link_is_lost_goes_down_at_once_and_comes_back_when_answered() {
+    let mut pair = connected(&[10, 30]);
+    pair.exchange(50, ms(5));
+    // The owner says path 0's interface is gone. The emulated link keeps
+    // carrying what the server still sends on it: none of that may bring
+    // the path back up while the link is reported lost.
+    let lost = pair.now;
+    pair.client.handle_link_change(lost, 0, false);
+    pair.flush();
+    let down = |e: &Event| {
+        *e == Event::PathDown {
+            path: 0,
+            reason: PathDownReason::LinkLost,
+        }
+    };
+    assert_eq!(first_event(&pair.client_events, down), Some(lost));
+    // Repeating the report changes nothing.
+    pair.client.handle_link_change(lost, 0, false);
+    let before = pair.client.stats(pair.now).paths[0].clone();
+    pair.exchange(100, ms(5));
+    pair.run_for(ms(300));
+    let s = pair.client.stats(pair.now);
+    assert_eq!(s.paths[0].state, PathState::Down);
+    assert_eq!(s.paths[0].down_reason, Some(PathDownReason::LinkLost));
+    assert!(s.paths[0].link_lost);
+    assert_eq!(s.paths[0].times_down, 1);
+    assert_eq!(
+        s.paths[0].tx_packets, before.tx_packets,
+        "nothing sent on a lost link, not even probes"
+    );
+    assert!(
+        s.paths[0].rx_packets > before.rx_packets,
+        "the server still sent on it: heard, yet the path stayed down"
+    );
+    assert!(
+        s.drops.count(DropReason::LinkLost) > 0,
+        "feedback for path 0 was dropped, not sent"
+    );
+    assert!(!pair
+        .client_events
+        .iter()
+        .any(|(t, e)| *t > lost && matches!(e, Event::PathUp { path: 0, .. })));
+    assert_eq!(s.paths[1].state, PathState::Up);
+    // Everything offered after the report arrived over path 1.
+    let n = numbers(&pair.server_got);
+    assert!((50..150).all(|i| n.contains(&i)), "lost after the report");
+
+    let back = pair.now;
+    pair.client.handle_link_change(back, 0, true);
+    pair.flush();
+    pair.run_for(ms(200));
+    let up = pair
+        .client_events
+        .iter()
+        .find(|(t, e)| *t >= back && matches!(e, Event::PathUp { path: 0, .. }))
+        .map(|(t, _)| *t)
+        .expect("path 0 up again");
+    // The probe goes out at once and its answer takes one round trip.
+    assert!(up - back <= ms(25), "up after {:?}", up - back);
+    let s = pair.client.stats(pair.now);
+    assert_eq!(s.paths[0].state, PathState::Up);
+    assert_eq!(s.paths[0].down_reason, None);
+    assert!(!s.paths[0].link_lost);
+}
+
+#[test]
+fn a_link_report_for_an_unknown_path_is_ignored() {
+    let mut pair = connected(&[10]);
+    pair.client.handle_link_change(pair.now, 7, false);
+    assert_eq!(pair.client.stats(pair.now).paths[0].state, PathState::Up);
+}

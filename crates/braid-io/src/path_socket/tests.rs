@@ -165,3 +165,41 @@ fn datagrams_can_be_changed_in_place() {
         assert_eq!(seen, vec![(client_addr, 1, 500), (client_addr, 2, 500)]);
     });
 }
+
+#[test]
+fn a_socket_for_a_missing_link_waits_and_is_pinned_once_it_is_there() {
+    runtime().block_on(async {
+        let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let server_addr = server.local_addr().unwrap();
+        // A source address no interface holds: refused as missing, yet a
+        // waiting socket can be bound to it.
+        let ip: IpAddr = "203.0.113.7".parse().unwrap();
+        let absent = Binding::Source(ip);
+        let err = PathSocket::client(&absent, server_addr).err().unwrap();
+        assert!(err.is_missing_link(), "{err}");
+        let waiting = PathSocket::client_unattached(&absent, server_addr).unwrap();
+        assert_eq!(waiting.local_addr().unwrap().ip(), ip);
+        waiting.attach(&absent).unwrap();
+
+        let lo = Binding::Interface("lo".into());
+        let err = PathSocket::client(&Binding::Interface("nosuch0".into()), server_addr)
+            .err()
+            .unwrap();
+        assert!(err.is_missing_link(), "{err}");
+        let unpinned = PathSocket::client_unattached(&lo, server_addr).unwrap();
+        if !have_root() {
+            assert!(matches!(
+                unpinned.attach(&lo),
+                Err(SocketError::BindToDeviceNotPermitted(_))
+            ));
+            return;
+        }
+        assert!(matches!(
+            unpinned.attach(&Binding::Interface("nosuch0".into())),
+            Err(SocketError::NoSuchInterface(_))
+        ));
+        unpinned.attach(&lo).unwrap();
+        unpinned.send(server_addr, b"pinned", None).await.unwrap();
+        assert_eq!(receive(&server, 1).await[0].1, b"pinned");
+    });
+}

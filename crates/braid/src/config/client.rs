@@ -78,6 +78,10 @@ pub struct PathConfig {
     pub interface: Option<String>,
     /// Or send from this source address.
     pub source: Option<IpAddr>,
+    /// The interface (or the source address) may be missing at start: the
+    /// client waits for it instead of refusing to start.
+    #[serde(default)]
+    pub optional: bool,
     #[serde(default)]
     pub role: Role,
     /// Never send faster than this on the path.

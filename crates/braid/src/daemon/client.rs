@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathDownReason, PathRole, Session, MAX_DATAGRAM_LEN};
 use braid_core::time::Instant;
-use braid_io::{interface_mtu, Binding, PathSocket, Tun};
+use braid_io::{interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, Tun};
 use serde_json::json;
 use tracing::{debug, info};
 
@@ -16,6 +16,7 @@ use super::control::ControlSocket;
 use super::data_cap::{DataCaps, PathSetup};
 use super::event_loop::{self, Core};
 use super::inner_addr;
+use super::links::{self, PathLinks};
 use super::routing;
 use super::{create_tun, os_seed, session_config, status_json, tunnel_mtu_for_paths};
 use crate::config::client::ClientConfig;
@@ -40,6 +41,8 @@ struct Counters {
     /// tunnel.
     tun_rx_link_local: u64,
     udp_send_errors: u64,
+    /// Datagrams not sent because their path's link is gone.
+    udp_link_lost: u64,
 }
 
 struct Client {
@@ -48,6 +51,7 @@ struct Client {
     path_names: Vec<String>,
     /// The paths' data caps, if any path has one.
     caps: Option<DataCaps>,
+    links: PathLinks,
     tx_buf: Box<[u8]>,
 }
 
@@ -93,14 +97,48 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// A path's socket; for an `optional` path whose link is missing, one
+/// that waits for it (see `links`).
+fn open_path_socket(
+    file: &std::path::Path,
+    path: &crate::config::client::PathConfig,
+    binding: &Binding,
+    server: SocketAddr,
+) -> Result<PathSocket, Failure> {
+    let failed = |e: SocketError| {
+        let hint = if e.is_missing_link() {
+            " (with optional = true on the path the client waits for it)"
+        } else {
+            ""
+        };
+        Failure::Usage(format!(
+            "{}: path {:?}: {e}{hint}",
+            file.display(),
+            path.display_name()
+        ))
+    };
+    match PathSocket::client(binding, server) {
+        Err(e) if path.optional && e.is_missing_link() => {
+            info!(path = path.display_name(), "{e}: waiting for it");
+            PathSocket::client_unattached(binding, server).map_err(failed)
+        }
+        other => other.map_err(failed),
+    }
+}
+
 async fn serve(
-    config_file: &Path,
+    file: &Path,
     config: ClientConfig,
     routing_plan: Option<routing::Plan>,
 ) -> Result<(), Failure> {
     let endpoint = config.server.endpoint;
+    // Subscribed before the first look at the interfaces, so that no
+    // change after it goes unnoticed.
+    let watch =
+        LinkWatch::open().map_err(|e| Failure::Runtime(format!("link notifications: {e}")))?;
     let mut sockets = Vec::new();
     let mut paths = Vec::new();
+    let mut bindings = Vec::new();
     for path in &config.paths {
         let p = path.get_ref();
         let binding = match (&p.interface, p.source) {
@@ -108,8 +146,7 @@ async fn serve(
             (None, Some(ip)) => Binding::Source(ip),
             (None, None) => unreachable!("config validation requires one"),
         };
-        let socket = PathSocket::client(&binding, endpoint)
-            .map_err(|e| Failure::Usage(format!("path {:?}: {e}", p.display_name())))?;
+        let socket = open_path_socket(file, p, &binding, endpoint)?;
         if let Some(plan) = &routing_plan {
             socket.set_mark(plan.mark).map_err(|e| {
                 Failure::Runtime(format!(
@@ -119,6 +156,7 @@ async fn serve(
             })?;
         }
         sockets.push(socket);
+        bindings.push((p.display_name(), binding));
         paths.push(session::PathConfig {
             name: p.display_name(),
             role: core_role(p.role),
@@ -133,7 +171,7 @@ async fn serve(
         .map(|plan| routing::install(&plan, tun.name()))
         .transpose()?;
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
-    let session = Session::client(
+    let mut session = Session::client(
         session::ClientConfig {
             local: StaticKeypair::from_private(config.private_key.0.clone()),
             server: config.server.public_key.0,
@@ -145,7 +183,7 @@ async fn serve(
     )
     .map_err(|e| Failure::Usage(format!("session: {e}")))?;
     let caps = DataCaps::start(
-        config.usage_file(config_file),
+        config.usage_file(file),
         &config
             .paths
             .iter()
@@ -158,6 +196,10 @@ async fn serve(
         unix_now(),
     )
     .map_err(Failure::Runtime)?;
+    let mut links = PathLinks::new(bindings, endpoint.is_ipv6());
+    let interfaces =
+        InterfaceList::read().map_err(|e| Failure::Runtime(format!("reading interfaces: {e}")))?;
+    links.update(Instant::ZERO, &interfaces, &sockets, &mut session);
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
     let metrics = super::bind_metrics(config.metrics).await?;
@@ -175,9 +217,17 @@ async fn serve(
         counters: Counters::default(),
         path_names,
         caps,
+        links,
         tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
     };
-    event_loop::run(client, sockets, tun, control, metrics).await
+    event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
+        tokio::task::spawn_local(links::follow(watch, move |list| {
+            handle.input(|c: &mut Client, now, sockets| {
+                c.links.update(now, list, sockets, &mut c.session);
+            });
+        }));
+    })
+    .await
 }
 
 impl Core for Client {
@@ -208,6 +258,10 @@ impl Core for Client {
     /// packets to the TUN device, events to the log.
     fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
         while let Some(t) = self.session.poll_transmit(now, &mut self.tx_buf) {
+            if !self.links.may_send(t.path) {
+                self.counters.udp_link_lost += 1;
+                continue;
+            }
             let sent = sockets
                 .get(usize::from(t.path))
                 .map(|s| s.try_send(t.remote, &self.tx_buf[..t.len], None));
@@ -258,7 +312,7 @@ impl Core for Client {
                 }
             }
         }
-        json!({
+        let mut doc = json!({
             "role": "client",
             "session": session,
             "daemon": {
@@ -268,8 +322,11 @@ impl Core for Client {
                 "tun_tx_packets": c.tun_tx_packets,
                 "tun_tx_dropped": c.tun_tx_dropped,
                 "udp_send_errors": c.udp_send_errors,
+                "udp_link_lost": c.udp_link_lost,
             },
-        })
+        });
+        self.links.annotate(&mut doc["session"]["paths"]);
+        doc
     }
 }
 
@@ -300,6 +357,9 @@ impl Client {
                         path = self.name(path),
                         "path down: session keys lost, reconnecting"
                     )
+                }
+                PathDownReason::LinkLost => {
+                    info!(path = self.name(path), "path down: its link is lost")
                 }
             },
             Event::PathRebound { path, from, to } => {

@@ -160,6 +160,19 @@ impl<C: SocketCore + 'static> Driver<C> {
     }
 }
 
+/// Input to a running daemon's core from a task of the caller's (see
+/// [`run_with`]).
+pub struct CoreHandle<C>(Rc<Driver<WithTun<C>>>);
+
+impl<C: Core + 'static> CoreHandle<C> {
+    /// Runs `f` on the core and its sockets, then flushes (as
+    /// [`Driver::input`]).
+    pub fn input<R>(&self, f: impl FnOnce(&mut C, Instant, &[PathSocket]) -> R) -> R {
+        let sockets = self.0.sockets.clone();
+        self.0.input(|c, now| f(&mut c.core, now, &sockets))
+    }
+}
+
 /// Runs `core` until SIGINT or SIGTERM, answering `braid status` on
 /// `control` and Prometheus scrapes on `metrics`.
 pub async fn run<C: Core + 'static>(
@@ -169,6 +182,19 @@ pub async fn run<C: Core + 'static>(
     control: ControlSocket,
     metrics: Option<tokio::net::TcpListener>,
 ) -> Result<(), Failure> {
+    run_with(core, sockets, tun, control, metrics, |_| ()).await
+}
+
+/// [`run`], with `start` given a handle to feed the core input of the
+/// caller's own (the client's interface watcher spawns its task with it).
+pub async fn run_with<C: Core + 'static>(
+    core: C,
+    sockets: Vec<PathSocket>,
+    tun: Tun,
+    control: ControlSocket,
+    metrics: Option<tokio::net::TcpListener>,
+    start: impl FnOnce(CoreHandle<C>),
+) -> Result<(), Failure> {
     let tun = Rc::new(tun);
     let driver = Rc::new(Driver::start(
         WithTun {
@@ -177,6 +203,7 @@ pub async fn run<C: Core + 'static>(
         },
         sockets,
     ));
+    start(CoreHandle(driver.clone()));
     {
         let driver = driver.clone();
         tokio::task::spawn_local(async move {

@@ -14,6 +14,7 @@ mod control;
 mod data_cap;
 pub(crate) mod event_loop;
 mod inner_addr;
+mod links;
 mod metrics;
 mod nat;
 mod routing;

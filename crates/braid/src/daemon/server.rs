@@ -159,6 +159,7 @@ impl Server {
                 PathDownReason::SessionReset => {
                     info!(peer = name, path, "path down: session reset")
                 }
+                PathDownReason::LinkLost => info!(peer = name, path, "path down: link lost"),
             },
             Event::PathRebound { path, from, to } => {
                 info!(peer = name, path, %from, %to, "path rebound (NAT)")

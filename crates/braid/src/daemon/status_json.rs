@@ -3,17 +3,27 @@
 
 use std::time::Duration;
 
-use braid_core::session::{PathStats, SessionStats};
+use braid_core::session::{PathDownReason, PathStats, SessionStats};
 use serde_json::{json, Value};
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+fn down_reason(r: PathDownReason) -> &'static str {
+    match r {
+        PathDownReason::Silent(_) => "silent",
+        PathDownReason::SessionReset => "session_reset",
+        PathDownReason::LinkLost => "link_lost",
+    }
+}
+
 fn path(p: &PathStats) -> Value {
     json!({
         "name": p.name,
         "state": p.state.name(),
+        "down_reason": p.down_reason.map(down_reason),
+        "link_lost": p.link_lost,
         "role": p.role.name(),
         "remote": p.remote.map(|r| r.to_string()),
         "rtt_ms": p.rtt.map(ms),

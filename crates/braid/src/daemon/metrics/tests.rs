@@ -29,6 +29,8 @@ fn path(name: &str, state: PathState, role: PathRole, tx: u64, rx: u64) -> PathS
         rx_packets: 9,
         probes_sent: 4,
         times_down: 1,
+        down_reason: None,
+        link_lost: false,
         silent_for: None,
     }
 }
