@@ -56,4 +56,28 @@ mod tests {
         assert!((l.total() - 0.02).abs() < 1e-9);
         assert!((l.recent() - 0.02).abs() < 0.01, "{}", l.recent());
     }
+
+    #[test]
+    fn worked_example_of_the_moving_average() {
+        // Each loss moves the average 1/1024 of the way to 1, each ack
+        // 1/1024 of the way to 0.
+        let g = 1.0 / 1024.0;
+        let mut l = LossEstimator::default();
+        l.on_lost();
+        assert_eq!(l.recent(), g);
+        l.on_lost();
+        let two = g + g * (1.0 - g);
+        assert!((l.recent() - two).abs() < 1e-15, "{}", l.recent());
+        l.on_acked();
+        assert!(
+            (l.recent() - two * (1.0 - g)).abs() < 1e-15,
+            "{}",
+            l.recent()
+        );
+        for _ in 0..20_000 {
+            l.on_lost();
+        }
+        assert!(l.recent() > 0.999 && l.recent() <= 1.0, "{}", l.recent());
+        assert_eq!(l.total(), 20_002.0 / 20_003.0);
+    }
 }
