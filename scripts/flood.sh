@@ -12,6 +12,7 @@ F=${FLOOD:-target/release/examples/flood}
 RATE=${RATE:-100000}
 SECS=${SECS:-10}
 RUNS=${RUNS:-3}
+# KINDS: which of none random transport initiation replay to run (all)
 NAME=flood$$
 PATHS=(--path 20mbit,5ms --path 20mbit,10ms)
 trap '$B lab down --name $NAME >/dev/null 2>&1 || true' EXIT
@@ -33,7 +34,7 @@ drops() {
 echo "| flood | run | goodput (Mbit/s) | flood sent (per second) | server drops so far |"
 echo "|---|---|---|---|---|"
 upload >/dev/null # warm the tunnel: the first run on a fresh tunnel is weak
-for kind in none random transport initiation replay; do
+for kind in ${KINDS:-none random transport initiation replay}; do
   for run in $(seq "$RUNS"); do
     if [ "$kind" = none ]; then
       mbit=$(upload)
