@@ -270,29 +270,43 @@ impl Controller for Bbr {
 mod tests {
     use super::*;
 
-    /// Drives the controller with a perfect 10 Mbit/s, 20 ms path.
-    #[test]
-    fn learns_bandwidth_and_leaves_startup() {
-        let mut c = Bbr::new();
+    /// Acks `acks` packets of a perfect path of `rate_bps` and `rtt`, one
+    /// MSS per packet time, each sent when `lag` MSS had been delivered
+    /// before it, with `in_flight` MSS in flight; the time of the last ack.
+    fn steady(
+        c: &mut Bbr,
+        (rate_bps, rtt): (f64, Duration),
+        (lag, in_flight): (u64, u64),
+        acks: usize,
+    ) -> Instant {
         let mut delivered = 0u64;
         let mut now = Instant::from_nanos(0);
-        for _ in 0..2_000 {
-            now += Duration::from_micros(1_200); // one MSS at 10 Mbit/s
-            let prior = delivered.saturating_sub(20 * MSS);
+        let packet_time = Duration::from_secs_f64(MSS as f64 * 8.0 / rate_bps);
+        for _ in 0..acks {
+            now += packet_time;
+            let prior = delivered.saturating_sub(lag * MSS);
             delivered += MSS;
             c.on_ack(
                 now,
                 &AckSample {
                     bytes: MSS,
-                    rtt: Some(Duration::from_millis(20)),
-                    delivery_rate_bps: Some(10e6),
+                    rtt: Some(rtt),
+                    delivery_rate_bps: Some(rate_bps),
                     app_limited: false,
                     prior_delivered: prior,
                     delivered,
-                    bytes_in_flight: 10 * MSS,
+                    bytes_in_flight: in_flight * MSS,
                 },
             );
         }
+        now
+    }
+
+    /// Drives the controller with a perfect 10 Mbit/s, 20 ms path.
+    #[test]
+    fn learns_bandwidth_and_leaves_startup() {
+        let mut c = Bbr::new();
+        let now = steady(&mut c, (10e6, Duration::from_millis(20)), (20, 10), 2_000);
         assert_eq!(c.mode, Mode::ProbeBw);
         assert_eq!(c.bandwidth_bps(None), Some(10e6));
         // cwnd = 1.25 * BDP (25 kB) + 3 MSS
@@ -310,27 +324,41 @@ mod tests {
     #[test]
     fn a_sub_millisecond_path_gets_a_window_for_a_millisecond() {
         let mut c = Bbr::new();
-        let mut delivered = 0u64;
-        let mut now = Instant::from_nanos(0);
-        for _ in 0..20_000 {
-            now += Duration::from_nanos(12_000); // one MSS at 1 Gbit/s
-            let prior = delivered.saturating_sub(2 * MSS);
-            delivered += MSS;
-            c.on_ack(
-                now,
-                &AckSample {
-                    bytes: MSS,
-                    rtt: Some(Duration::from_micros(20)),
-                    delivery_rate_bps: Some(1e9),
-                    app_limited: false,
-                    prior_delivered: prior,
-                    delivered,
-                    bytes_in_flight: 2 * MSS,
-                },
-            );
-        }
+        steady(&mut c, (1e9, Duration::from_micros(20)), (2, 2), 20_000);
         assert_eq!(c.mode, Mode::ProbeBw);
         // 1.25 * 1 Gbit/s * 1 ms + 3 MSS; 20 µs would give the 4-MSS floor.
         assert_eq!(c.cwnd_bytes(), 156_250 + 3 * MSS);
+    }
+
+    /// A 100 kbit/s, 20 ms path: 1.25 BDP + 3 MSS is below the 4-MSS floor.
+    #[test]
+    fn a_tiny_path_keeps_the_window_floor() {
+        let mut c = Bbr::new();
+        steady(&mut c, (100e3, Duration::from_millis(20)), (1, 0), 300);
+        assert_eq!(c.mode, Mode::ProbeBw);
+        assert_eq!(c.cwnd_bytes(), 4 * MSS);
+    }
+
+    /// Pacing is the mode's gain times the bandwidth estimate.
+    #[test]
+    fn pacing_follows_the_modes_gains() {
+        let mut c = Bbr::new();
+        // No estimate yet: startup's gain over the initial window per
+        // guessed round trip (10 ms).
+        let initial = 2.885 * (64 * MSS) as f64 * 8.0 / 0.010;
+        assert!((c.pacing_rate_bps().unwrap() - initial).abs() < 1.0);
+        steady(&mut c, (10e6, Duration::from_millis(20)), (20, 10), 2_000);
+        let rate = |c: &Bbr| c.pacing_rate_bps().unwrap();
+        c.mode = Mode::Drain;
+        assert!((rate(&c) - 10e6 / 2.885).abs() < 1.0, "{}", rate(&c));
+        c.mode = Mode::ProbeBw;
+        for (index, gain) in [(0, 1.25), (1, 0.75), (2, 1.0), (7, 1.0)] {
+            c.cycle_index = index;
+            assert!(
+                (rate(&c) - gain * 10e6).abs() < 1.0,
+                "phase {index}: {}",
+                rate(&c)
+            );
+        }
     }
 }
