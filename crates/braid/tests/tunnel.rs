@@ -498,9 +498,26 @@ fn three_paths_carry_ipv6_and_udp_arrives_intact_and_in_order() {
         }
     }
     sending.join().unwrap();
+    // In order, except a datagram that arrived after the server's
+    // resequencer had given up on its number (a hole timeout, which a
+    // starved machine can bring early): delivered late by design, and
+    // counted.
+    let mut highest = None;
+    let late = got
+        .iter()
+        .filter(|&&n| {
+            let out_of_order = highest.is_some_and(|h| n < h);
+            highest = highest.max(Some(n));
+            out_of_order
+        })
+        .count() as u64;
+    let server = tunnel.status("server");
+    let counted = server["peers"][0]["session"]["reseq"]["delivered_late"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no delivered_late in {server}"));
     assert!(
-        got.windows(2).all(|w| w[0] < w[1]),
-        "UDP delivered out of order: {got:?}"
+        late <= counted,
+        "{late} datagrams out of order, {counted} counted late: {got:?}"
     );
     // The offered load fits the paths: at most a few datagrams may be lost
     // to a link queue, never silently altered (checked above).

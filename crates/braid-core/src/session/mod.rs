@@ -1135,6 +1135,8 @@ impl Session {
             } else {
                 Duration::from_secs_f64(self.reseq_delay_sum.as_secs_f64() / self.delivered as f64)
             },
+            reseq_delivered_late: self.receiver.resequencer().counters.delivered_late,
+            reseq_skipped: self.receiver.resequencer().counters.skipped,
             delivered: self.delivered,
             send_queue_bytes: self.sender.queued_bytes(),
             send_dropped: c.dropped_stale + c.rejected_queue_full + c.dropped_by_scheduler,

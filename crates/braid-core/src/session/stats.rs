@@ -201,6 +201,11 @@ pub struct SessionStats {
     /// Resequencing delay of delivered packets: largest seen and mean.
     pub reseq_delay_max: Duration,
     pub reseq_delay_mean: Duration,
+    /// Packets delivered out of order: they arrived after the resequencer
+    /// had given up on their number (a hole timeout or a bound).
+    pub reseq_delivered_late: u64,
+    /// Numbers the resequencer skipped: known lost, or given up on.
+    pub reseq_skipped: u64,
     pub delivered: u64,
     pub send_queue_bytes: usize,
     /// Inner packets dropped in the send queue (stale, full, scheduler).

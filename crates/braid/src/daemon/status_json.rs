@@ -63,6 +63,8 @@ pub fn session(s: &SessionStats) -> Value {
             "delay_max_ms": ms(s.reseq_delay_max),
             "delay_mean_ms": ms(s.reseq_delay_mean),
             "delivered": s.delivered,
+            "delivered_late": s.reseq_delivered_late,
+            "skipped": s.reseq_skipped,
         },
         "send_queue_bytes": s.send_queue_bytes,
         "send_dropped": s.send_dropped,

@@ -45,6 +45,8 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         reseq_held_bytes: 9000,
         reseq_delay_max: Duration::from_millis(40),
         reseq_delay_mean: Duration::from_millis(2),
+        reseq_delivered_late: 0,
+        reseq_skipped: 0,
         delivered: 1234,
         send_queue_bytes: 3000,
         send_dropped: 5,
