@@ -759,61 +759,87 @@ fn a_client_with_a_wrong_key_gets_no_reply() {
     assert_eq!(ping(&tunnel, SERVER_TUN, 2), 0);
 }
 
+/// A lab brought up by `braid lab up --tunnel`; taken down on drop.
+struct LabTunnel {
+    name: &'static str,
+    /// What `lab up` printed: the guide.
+    guide: String,
+}
+
+impl LabTunnel {
+    fn up(name: &'static str, specs: &[&str]) -> LabTunnel {
+        let _ = run(braid().args(["lab", "down", "--name", name]));
+        let mut up = braid();
+        up.args(["lab", "up", "--name", name, "--tunnel"]);
+        for spec in specs {
+            up.args(["--path", spec]);
+        }
+        let out = run(&mut up);
+        // Made before the check, so that a failed `up` is taken down too.
+        let lab = LabTunnel {
+            name,
+            guide: String::from_utf8_lossy(&out.stdout).into_owned(),
+        };
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        lab
+    }
+
+    /// `braid lab status --json`'s `tunnel`.
+    fn tunnel_status(&self) -> Value {
+        let out = run(braid().args(["lab", "status", "--name", self.name, "--json"]));
+        assert!(out.status.success());
+        let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+        status["tunnel"].clone()
+    }
+
+    fn path_states(&self) -> Vec<String> {
+        self.tunnel_status()["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["state"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// Pings the server's tunnel address `count` times from the client.
+    fn ping_succeeds(&self, count: u32) -> bool {
+        let count = count.to_string();
+        run(braid().args([
+            "lab", "exec", "--name", self.name, "client", "--", "ping", "-c", &count, "-i", "0.2",
+            "-W", "2", SERVER_TUN,
+        ]))
+        .status
+        .success()
+    }
+}
+
+impl Drop for LabTunnel {
+    fn drop(&mut self) {
+        let _ = run(braid().args(["lab", "down", "--name", self.name]));
+    }
+}
+
 #[test]
 fn lab_up_tunnel_starts_both_ends_and_reports_them() {
     if !have_root() {
         return;
     }
-    struct Down;
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = run(braid().args(["lab", "down", "--name", "tun-lab"]));
-        }
-    }
-    let _down = Down;
-    let _ = run(braid().args(["lab", "down", "--name", "tun-lab"]));
-    let out = run(braid().args([
-        "lab",
-        "up",
-        "--name",
-        "tun-lab",
-        "--tunnel",
-        "--path",
-        "8mbit,10ms",
-        "--path",
-        "2mbit,40ms",
-    ]));
+    let lab = LabTunnel::up("tun-lab", &["8mbit,10ms", "2mbit,40ms"]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        lab.guide.contains("iperf3 -c 10.77.0.1 -C cubic"),
+        "a guide: {}",
+        lab.guide
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("iperf3 -c 10.77.0.1 -C cubic"),
-        "a guide: {text}"
-    );
-
-    let out = run(braid().args(["lab", "status", "--name", "tun-lab", "--json"]));
-    assert!(out.status.success());
-    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let tunnel = &status["tunnel"];
+    let tunnel = lab.tunnel_status();
     assert_eq!(tunnel["server_addr"], SERVER_TUN);
     assert_eq!(tunnel["client_addr"], CLIENT_TUN);
     assert_eq!(tunnel["listen"], "198.19.0.1:51820");
-    let states: Vec<&str> = tunnel["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["state"].as_str().unwrap())
-        .collect();
-    assert_eq!(states, ["up", "up"]);
-
-    let out = run(braid().args([
-        "lab", "exec", "--name", "tun-lab", "client", "--", "ping", "-c", "2", "-i", "0.2", "-W",
-        "2", SERVER_TUN,
-    ]));
-    assert!(out.status.success(), "ping through the lab's tunnel");
+    assert_eq!(lab.path_states(), ["up", "up"]);
+    assert!(lab.ping_succeeds(2), "ping through the lab's tunnel");
 
     let out = run(braid().args(["lab", "down", "--name", "tun-lab"]));
     assert!(String::from_utf8_lossy(&out.stdout).contains("removed tunnel files"));
@@ -827,59 +853,14 @@ fn lab_up_tunnel_runs_over_direct_paths() {
     if !have_root() {
         return;
     }
-    struct Down;
-    impl Drop for Down {
-        fn drop(&mut self) {
-            let _ = run(braid().args(["lab", "down", "--name", "tun-direct"]));
-        }
-    }
-    let _down = Down;
-    let _ = run(braid().args(["lab", "down", "--name", "tun-direct"]));
-    let out = run(braid().args([
-        "lab",
-        "up",
-        "--name",
-        "tun-direct",
-        "--tunnel",
-        "--path",
-        "direct",
-        "--path",
-        "direct",
-    ]));
+    let lab = LabTunnel::up("tun-direct", &["direct", "direct"]);
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        !lab.guide.contains("lab set"),
+        "no path to cut: {}",
+        lab.guide
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(!text.contains("lab set"), "no path to cut: {text}");
-
-    let out = run(braid().args(["lab", "status", "--name", "tun-direct", "--json"]));
-    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let states: Vec<&str> = status["tunnel"]["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["state"].as_str().unwrap())
-        .collect();
-    assert_eq!(states, ["up", "up"]);
-    let out = run(braid().args([
-        "lab",
-        "exec",
-        "--name",
-        "tun-direct",
-        "client",
-        "--",
-        "ping",
-        "-c",
-        "3",
-        "-i",
-        "0.2",
-        "-W",
-        "2",
-        SERVER_TUN,
-    ]));
-    assert!(out.status.success(), "ping through the tunnel on veth");
+    assert_eq!(lab.path_states(), ["up", "up"]);
+    assert!(lab.ping_succeeds(3), "ping through the tunnel on veth");
 }
 
 /// `braid demo` as root: the real tunnel in a lab of its own, a TCP upload
