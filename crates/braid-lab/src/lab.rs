@@ -354,9 +354,8 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
     config.save(&layout)
 }
 
-/// The command that runs `argv` inside the lab's client or server namespace
-/// (it enters the namespace between fork and exec).
-pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, LabError> {
+/// The namespace of lab `name`'s `side`, which must exist.
+fn side_namespace(name: &str, side: Side) -> Result<String, LabError> {
     let layout = LabLayout::new(name)?;
     require_root()?;
     let ns = match side {
@@ -366,6 +365,13 @@ pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, 
     if !netns::exists(&ns) {
         return Err(LabError::NoSuchLab(layout.name));
     }
+    Ok(ns)
+}
+
+/// The command that runs `argv` inside the lab's client or server namespace
+/// (it enters the namespace between fork and exec).
+pub fn exec_command(name: &str, side: Side, argv: &[String]) -> Result<Command, LabError> {
+    let ns = side_namespace(name, side)?;
     let (program, args) = argv.split_first().ok_or(LabError::NoCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args);
@@ -380,15 +386,7 @@ pub fn run_in<T: Send>(
     side: Side,
     f: impl FnOnce() -> Result<T, LabError> + Send,
 ) -> Result<T, LabError> {
-    let layout = LabLayout::new(name)?;
-    require_root()?;
-    let ns = match side {
-        Side::Client => layout.ns_client(),
-        Side::Server => layout.ns_server(),
-    };
-    if !netns::exists(&ns) {
-        return Err(LabError::NoSuchLab(layout.name));
-    }
+    let ns = side_namespace(name, side)?;
     netns::run_in(&ns, f)
 }
 
