@@ -6,6 +6,12 @@
 //! `handle_*` methods and leave through `poll_*` methods; timers are exposed
 //! by `poll_timeout` and fired by `handle_timeout`. The same inputs always
 //! give the same outputs.
+//!
+//! No `unsafe` code: everything that reads the wire is safe Rust, so a
+//! malformed packet can cost time or memory (which the fuzz targets bound)
+//! but cannot corrupt memory.
+
+#![forbid(unsafe_code)]
 
 pub mod cc;
 pub mod crypto;
