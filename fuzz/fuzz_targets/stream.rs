@@ -24,7 +24,13 @@ const WINDOW: u64 = 1 << 20;
 fuzz_target!(|data: &[u8]| {
     let mut input = Input::new(data);
     let paths: Vec<CcKind> = (0..2 + input.u8() % 2)
-        .map(|_| if input.u8() % 2 == 0 { CcKind::Bbr } else { CcKind::Ccid2 })
+        .map(|_| {
+            if input.u8() % 2 == 0 {
+                CcKind::Bbr
+            } else {
+                CcKind::Ccid2
+            }
+        })
         .collect();
     let config = Config {
         receive_window: WINDOW,
@@ -48,8 +54,12 @@ fuzz_target!(|data: &[u8]| {
                     PacketWriter::control()
                 };
                 for _ in 0..input.u8() % 4 {
-                    let (conn_seq, id, offset, fin) =
-                        (input.u64() % (2 * WINDOW), input.u32() % 20, input.u64() % (2 * WINDOW), input.u8() % 2 == 0);
+                    let (conn_seq, id, offset, fin) = (
+                        input.u64() % (2 * WINDOW),
+                        input.u32() % 20,
+                        input.u64() % (2 * WINDOW),
+                        input.u8() % 2 == 0,
+                    );
                     let len = usize::from(input.u16() % 1443);
                     let payload = input.take(len).to_vec();
                     w.segment(&Segment {
@@ -121,7 +131,13 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        bounded("poll_transmit", || while conn.poll_transmit(now).is_some() {});
-        assert!(conn.buffered_bytes() as u64 <= WINDOW, "receiver over its window");
+        bounded(
+            "poll_transmit",
+            || while conn.poll_transmit(now).is_some() {},
+        );
+        assert!(
+            conn.buffered_bytes() as u64 <= WINDOW,
+            "receiver over its window"
+        );
     }
 });
