@@ -81,3 +81,23 @@ impl CcKind {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_parses_its_own_name_and_builds_itself() {
+        let kinds = [CcKind::Bbr, CcKind::Ccid2];
+        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        assert_eq!(names, CcKind::NAMES);
+        assert_eq!(names, ["bbr", "ccid2"]);
+        for kind in kinds {
+            assert_eq!(CcKind::parse(kind.name()), Some(kind));
+            assert_eq!(kind.build().name(), kind.name());
+        }
+        for unknown in ["", "cubic", "BBR", "bbr "] {
+            assert_eq!(CcKind::parse(unknown), None, "{unknown:?}");
+        }
+    }
+}

@@ -525,6 +525,49 @@ mod tests {
         assert!(p.pacing_ready_at() < ready + ms(10));
     }
 
+    /// A controller with a fixed pacing rate and an open window, so the
+    /// path's own pacing arithmetic can be checked to the nanosecond.
+    #[derive(Debug)]
+    struct FixedPacing(Option<f64>);
+
+    impl crate::cc::Controller for FixedPacing {
+        fn name(&self) -> &'static str {
+            "fixed"
+        }
+        fn on_sent(&mut self, _: Instant, _: u64, _: u64) {}
+        fn on_ack(&mut self, _: Instant, _: &crate::cc::AckSample) {}
+        fn on_loss(&mut self, _: Instant, _: Instant, _: u64, _: u64) {}
+        fn on_timeout(&mut self, _: Instant) {}
+        fn cwnd_bytes(&self) -> u64 {
+            1 << 30
+        }
+        fn pacing_rate_bps(&self) -> Option<f64> {
+            self.0
+        }
+        fn bandwidth_bps(&self, _: Option<Duration>) -> Option<f64> {
+            self.0
+        }
+    }
+
+    #[test]
+    fn pacing_gap_is_bits_over_rate_and_zero_rates_do_not_pace() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        // 1,000 bytes at 8 Mbit/s: 1 ms.
+        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(Some(8e6))));
+        p.on_sent(t0, 0, 1000, false);
+        assert_eq!(p.pacing_ready_at(), t0 + Duration::from_millis(1));
+        // A controller reporting a zero rate does not pace (and a zero
+        // rate limit is no limit): the next packet may leave at once.
+        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(Some(0.0))));
+        p.set_rate_limit(Some(0));
+        p.on_sent(t0, 0, 1000, false);
+        assert!(p.can_send(t0, 1000));
+        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(None)));
+        p.set_rate_limit(Some(0));
+        p.on_sent(t0, 0, 1000, false);
+        assert!(p.can_send(t0, 1000));
+    }
+
     #[test]
     fn acks_measure_rtt_and_detect_loss() {
         let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
