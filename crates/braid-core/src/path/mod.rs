@@ -488,6 +488,13 @@ mod tests {
 
     #[test]
     fn widen_handles_wrap() {
+        let w = 1u64 << 32;
+        // The nearest value with the given low bits, above or below.
+        assert_eq!(PathSender::widen_pseq(5, w + w / 2 + 10), 2 * w + 5);
+        assert_eq!(PathSender::widen_pseq(u32::MAX - 1, 2 * w + 3), 2 * w - 2);
+        // Equally far both ways: the larger one.
+        assert_eq!(PathSender::widen_pseq(5, w / 2 + 5), w + 5);
+        assert_eq!(PathSender::widen_pseq(1 << 31, w), w + w / 2);
         assert_eq!(PathSender::widen_pseq(5, 10), 5);
         assert_eq!(PathSender::widen_pseq(2, (1 << 32) + 1), (1 << 32) + 2);
         assert_eq!(
@@ -566,6 +573,22 @@ mod tests {
         p.set_rate_limit(Some(0));
         p.on_sent(t0, 0, 1000, false);
         assert!(p.can_send(t0, 1000));
+    }
+
+    #[test]
+    fn pacing_credit_makes_up_for_lateness_but_not_for_idleness() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let ms = Duration::from_millis;
+        let mut p =
+            PathSender::new(0, 1.0, Box::new(FixedPacing(Some(8e6)))).with_pacing_credit(ms(3));
+        // Idle: no credit, the gap counts from now.
+        p.on_sent(t0, 0, 1000, false);
+        assert_eq!(p.pacing_ready_at(), t0 + ms(1));
+        // Busy and 4 ms late: 3 ms of it is made up.
+        p.on_sent(t0 + ms(5), 1, 1000, false);
+        assert_eq!(p.pacing_ready_at(), t0 + ms(3));
+        assert_eq!((p.counters.sent_packets, p.counters.sent_bytes), (2, 2000));
+        assert_eq!(p.bytes_in_flight(), 2000);
     }
 
     #[test]

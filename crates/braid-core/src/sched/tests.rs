@@ -422,3 +422,21 @@ fn overflow_comes_after_every_cost_tier() {
         Decision::Send(PathSet::one(0))
     );
 }
+
+#[test]
+fn path_sets_cover_exactly_the_paths_asked_for() {
+    assert!(PathSet::all(0).is_empty());
+    assert_eq!(PathSet::all(3), PathSet(0b111));
+    assert_eq!(PathSet::all(3).iter().collect::<Vec<_>>(), [0, 1, 2]);
+    assert_eq!(PathSet::all(63), PathSet(u64::MAX >> 1));
+    assert_eq!(PathSet::all(MAX_PATHS), PathSet(u64::MAX));
+    assert_eq!(PathSet::all(MAX_PATHS + 1), PathSet(u64::MAX));
+    let all = PathSet::all(MAX_PATHS);
+    assert!(all.contains(0) && all.contains(63));
+    // Index 64 and beyond are in no set (and do not overflow the shift).
+    assert!(!all.contains(64) && !all.contains(usize::MAX));
+    let mut s = PathSet::default();
+    s.insert(5);
+    assert_eq!(s, PathSet::one(5));
+    assert!(s.contains(5) && !s.contains(4) && !s.is_empty());
+}
