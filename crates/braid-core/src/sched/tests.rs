@@ -440,3 +440,17 @@ fn path_sets_cover_exactly_the_paths_asked_for() {
     assert_eq!(s, PathSet::one(5));
     assert!(s.contains(5) && !s.contains(4) && !s.is_empty());
 }
+
+#[test]
+fn schedulers_take_up_to_max_paths() {
+    for name in NAMES {
+        assert!(build(name, &infos(MAX_PATHS)).is_ok(), "{name}");
+        assert!(
+            matches!(
+                build(name, &infos(MAX_PATHS + 1)),
+                Err(SchedError::TooManyPaths(n)) if n == MAX_PATHS + 1
+            ),
+            "{name}"
+        );
+    }
+}
