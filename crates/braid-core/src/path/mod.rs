@@ -591,6 +591,55 @@ mod tests {
         assert_eq!(p.bytes_in_flight(), 2000);
     }
 
+    /// Keeps every sample a path hands its controller.
+    #[derive(Debug, Default)]
+    struct Recording(std::sync::Arc<std::sync::Mutex<Vec<crate::cc::AckSample>>>);
+
+    impl crate::cc::Controller for Recording {
+        fn name(&self) -> &'static str {
+            "recording"
+        }
+        fn on_sent(&mut self, _: Instant, _: u64, _: u64) {}
+        fn on_ack(&mut self, _: Instant, ack: &crate::cc::AckSample) {
+            self.0.lock().unwrap().push(*ack);
+        }
+        fn on_loss(&mut self, _: Instant, _: Instant, _: u64, _: u64) {}
+        fn on_timeout(&mut self, _: Instant) {}
+        fn cwnd_bytes(&self) -> u64 {
+            1 << 30
+        }
+        fn pacing_rate_bps(&self) -> Option<f64> {
+            None
+        }
+        fn bandwidth_bps(&self, _: Option<Duration>) -> Option<f64> {
+            None
+        }
+    }
+
+    #[test]
+    fn an_ack_hands_the_controller_bytes_delivery_and_rate() {
+        let recording = Recording::default();
+        let samples = recording.0.clone();
+        let mut p = PathSender::new(0, 1.0, Box::new(recording));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for g in 0..3 {
+            p.on_sent(t0, g, 1000, false);
+        }
+        // All three acknowledged 20 ms later: 3,000 bytes in 20 ms.
+        p.on_ack(t0 + Duration::from_millis(20), &ack(2, 0b11), &mut None);
+        let samples = samples.lock().unwrap();
+        let [s] = samples.as_slice() else {
+            panic!("one sample per ack, got {}", samples.len());
+        };
+        assert_eq!(s.bytes, 3000);
+        assert_eq!((s.prior_delivered, s.delivered), (0, 3000));
+        assert_eq!(s.bytes_in_flight, 0);
+        assert_eq!(s.rtt, Some(Duration::from_millis(20)));
+        assert_eq!(s.delivery_rate_bps, Some(1.2e6));
+        assert!(!s.app_limited);
+        assert_eq!(p.counters.acked_packets, 3);
+    }
+
     #[test]
     fn acks_measure_rtt_and_detect_loss() {
         let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));

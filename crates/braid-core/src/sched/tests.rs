@@ -454,3 +454,92 @@ fn schedulers_take_up_to_max_paths() {
         );
     }
 }
+
+/// BATCP's first decision for a cheap path 0 (its turn first: loads 10 : 1
+/// with `cost_weight=0.9` at equal rates) and a dear path 1 that can send.
+fn batcp_first(cheap: PathView, backlog: u64) -> Decision {
+    let mut infos = infos(2);
+    infos[1].cost = 10.0;
+    let mut s = build("batcp:cost_weight=0.9", &infos).unwrap();
+    s.pick(&ctx(&[cheap, view(1)], backlog))
+}
+
+#[test]
+fn batcp_waits_for_a_paced_cheap_path_only_while_it_can_drain_the_backlog() {
+    let dear = Decision::Send(PathSet::one(1));
+    let paced = PathView {
+        can_send: false,
+        ..view(0)
+    };
+    assert_eq!(batcp_first(view(0), 1_400), Decision::Send(PathSet::one(0)));
+    // Pacing closes the cheap path for a moment: its turn is waited for.
+    assert_eq!(batcp_first(paced.clone(), 1_400), Decision::Wait);
+    // Up to half the 500 ms queue limit of drain time at its 10 Mbit/s
+    // (312,500 bytes: exactly 250 ms); beyond it the dear path takes it.
+    assert_eq!(batcp_first(paced.clone(), 312_500), Decision::Wait);
+    assert_eq!(batcp_first(paced.clone(), 312_501), dear);
+    assert_eq!(batcp_first(paced.clone(), 375_000), dear);
+    // A full window, or no rate to drain at, is not waited for.
+    let full = PathView {
+        cwnd_open: false,
+        ..paced.clone()
+    };
+    assert_eq!(batcp_first(full, 1_400), dear);
+    for bw in [None, Some(0.0)] {
+        let unknown = PathView {
+            bandwidth_bps: bw,
+            ..paced.clone()
+        };
+        assert_eq!(batcp_first(unknown, 1_400), dear, "{bw:?}");
+    }
+}
+
+#[test]
+fn batcp_skips_suspect_and_stalled_paths_while_others_are_healthy() {
+    let dear = Decision::Send(PathSet::one(1));
+    let suspect = PathView {
+        suspect: true,
+        ..view(0)
+    };
+    let stalled = PathView {
+        stalled: true,
+        ..view(0)
+    };
+    assert_eq!(batcp_first(suspect, 1_400), dear);
+    assert_eq!(batcp_first(stalled, 1_400), dear);
+    // With no healthy path, any path that can send takes its turn.
+    let mut infos = infos(2);
+    infos[1].cost = 10.0;
+    let mut s = build("batcp:cost_weight=0.9", &infos).unwrap();
+    let both = [
+        PathView {
+            suspect: true,
+            ..view(0)
+        },
+        PathView {
+            stalled: true,
+            ..view(1)
+        },
+    ];
+    assert_eq!(s.pick(&ctx(&both, 1_400)), Decision::Send(PathSet::one(0)));
+}
+
+#[test]
+fn earliest_arrival_cost_first_is_a_switch() {
+    for ok in [
+        "earliest-arrival",
+        "earliest-arrival:cost_first=0",
+        "earliest-arrival:cost_first=1",
+    ] {
+        assert!(build(ok, &infos(2)).is_ok(), "{ok}");
+    }
+    for bad in [
+        "earliest-arrival:cost_first=2",
+        "earliest-arrival:cost_first=0.5",
+    ] {
+        assert!(
+            matches!(build(bad, &infos(2)), Err(SchedError::Param { .. })),
+            "{bad}"
+        );
+    }
+}
