@@ -543,3 +543,24 @@ fn earliest_arrival_cost_first_is_a_switch() {
         );
     }
 }
+
+#[test]
+fn earliest_arrival_tries_a_path_priced_only_by_light_samples_while_a_backlog_waits() {
+    let mut s = build("earliest-arrival", &infos(2)).unwrap();
+    let fast = PathView {
+        bandwidth_bps: Some(100e6),
+        kalman_bps: Some(100e6),
+        ..view(0)
+    };
+    // Priced at 0.13 Mbit/s from a few small packets: no full-load sample.
+    let light = PathView {
+        bandwidth_bps: Some(0.13e6),
+        kalman_bps: None,
+        ..view(1)
+    };
+    let paths = [fast, light];
+    // Only this packet waits: the estimate stands, the fast path wins.
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Send(PathSet::one(0)));
+    // More waits: the light path is tried, to measure it under load.
+    assert_eq!(s.pick(&ctx(&paths, 2_800)), Decision::Send(PathSet::one(1)));
+}
