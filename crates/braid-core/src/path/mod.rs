@@ -620,6 +620,7 @@ mod tests {
     fn an_ack_hands_the_controller_bytes_delivery_and_rate() {
         let recording = Recording::default();
         let samples = recording.0.clone();
+        let p_samples = recording.0.clone();
         let mut p = PathSender::new(0, 1.0, Box::new(recording));
         let t0 = Instant::from_nanos(1_000_000_000);
         for g in 0..3 {
@@ -638,6 +639,35 @@ mod tests {
         assert_eq!(s.delivery_rate_bps, Some(1.2e6));
         assert!(!s.app_limited);
         assert_eq!(p.counters.acked_packets, 3);
+        drop(samples);
+        // Two more, sent when 3,000 bytes were delivered, acked 20 ms
+        // later: 2,000 bytes over 20 ms.
+        let t1 = t0 + Duration::from_millis(20);
+        for g in 3..5 {
+            p.on_sent(t1, g, 1000, false);
+        }
+        p.on_ack(t1 + Duration::from_millis(20), &ack(4, 0b1), &mut None);
+        let samples = p_samples.lock().unwrap();
+        let s = samples.last().unwrap();
+        assert_eq!((s.prior_delivered, s.delivered), (3000, 5000));
+        assert_eq!(s.delivery_rate_bps, Some(0.8e6));
+    }
+
+    #[test]
+    fn app_limited_samples_do_not_feed_the_kalman_filter() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let ms = Duration::from_millis;
+        for g in 0..3 {
+            p.on_sent(t0, g, 1000, true);
+        }
+        p.on_ack(t0 + ms(20), &ack(2, 0b11), &mut None);
+        assert_eq!(p.kalman.estimate_bps(), None);
+        for g in 3..6 {
+            p.on_sent(t0 + ms(20), g, 1000, false);
+        }
+        p.on_ack(t0 + ms(40), &ack(5, 0b11), &mut None);
+        assert!(p.kalman.estimate_bps().is_some());
     }
 
     #[test]

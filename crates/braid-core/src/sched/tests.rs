@@ -564,3 +564,55 @@ fn earliest_arrival_tries_a_path_priced_only_by_light_samples_while_a_backlog_wa
     // More waits: the light path is tried, to measure it under load.
     assert_eq!(s.pick(&ctx(&paths, 2_800)), Decision::Send(PathSet::one(1)));
 }
+
+#[test]
+fn earliest_arrival_last_resort_leaves_the_live_paths_what_they_can_send_in_time() {
+    let mut s = build("earliest-arrival", &infos(2)).unwrap();
+    // The live path (10 Mbit/s) is paced shut; the other is down but open.
+    let closed = PathView {
+        can_send: false,
+        ..view(0)
+    };
+    let down = PathView {
+        suspect: true,
+        bandwidth_bps: Some(5e6),
+        ..view(1)
+    };
+    let paths = [closed.clone(), down.clone()];
+    // What the live path sends within the 500 ms limit (625,000 bytes,
+    // less the 0.8 margin) stays for it; the down path takes what is
+    // behind that, and nothing while the backlog is shorter.
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Wait);
+    assert_eq!(
+        s.pick(&ctx(&paths, 2_000_000)),
+        Decision::SendBehind {
+            path: 1,
+            ahead_bytes: 500_000
+        }
+    );
+    // A path not measured yet, live and allowed by pacing, is tried the
+    // same way.
+    let unmeasured = PathView {
+        bandwidth_bps: None,
+        kalman_bps: None,
+        can_send: false,
+        ..view(1)
+    };
+    assert_eq!(
+        s.pick(&ctx(&[closed.clone(), unmeasured], 2_000_000)),
+        Decision::SendBehind {
+            path: 1,
+            ahead_bytes: 500_000
+        }
+    );
+    // With no live path at all, the down path carries everything.
+    let dead = PathView {
+        suspect: true,
+        can_send: false,
+        ..view(0)
+    };
+    assert_eq!(
+        s.pick(&ctx(&[dead, down], 2_000_000)),
+        Decision::Send(PathSet::one(1))
+    );
+}
