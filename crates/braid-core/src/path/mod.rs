@@ -651,6 +651,8 @@ mod tests {
         let s = samples.last().unwrap();
         assert_eq!((s.prior_delivered, s.delivered), (3000, 5000));
         assert_eq!(s.delivery_rate_bps, Some(0.8e6));
+        // Everything resolved is forgotten: memory follows what is in flight.
+        assert!(p.in_flight.is_empty());
     }
 
     #[test]
