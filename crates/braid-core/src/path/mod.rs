@@ -673,6 +673,36 @@ mod tests {
     }
 
     #[test]
+    fn a_silence_keeps_only_what_late_acks_can_still_reach() {
+        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(None)));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for g in 0..200 {
+            p.on_sent(t0, g, 1000, false);
+        }
+        p.on_timeout(t0 + Duration::from_secs(1));
+        assert_eq!(p.counters.timeouts, 1);
+        assert_eq!(p.counters.lost_packets, 200);
+        // Two ack bitmaps' reach: 128 packets.
+        assert_eq!(p.in_flight.len(), 128);
+        assert_eq!(p.in_flight.front().map(|s| s.pseq), Some(72));
+    }
+
+    #[test]
+    fn a_full_window_without_progress_for_a_round_trip_is_stalled() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut g = 0;
+        while p.cwnd_open(1000) {
+            p.on_sent(t0, g, 1000, false);
+            g += 1;
+        }
+        // No RTT measured yet: 100 ms of patience, counted from the send.
+        let patience = Duration::from_millis(100);
+        assert!(!p.is_stalled(t0 + patience, 1000));
+        assert!(p.is_stalled(t0 + patience + Duration::from_nanos(1), 1000));
+    }
+
+    #[test]
     fn acks_measure_rtt_and_detect_loss() {
         let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
         let t0 = Instant::from_nanos(1_000_000);
