@@ -319,6 +319,43 @@ mod tests {
         assert_eq!(c.cwnd_bytes(), 31_250 + 3 * MSS);
     }
 
+    /// Startup ends once the measured rate has grown by less than a
+    /// quarter over three rounds, even while it still grows a little.
+    #[test]
+    fn startup_ends_when_growth_per_round_falls_under_a_quarter() {
+        let rtt = Duration::from_millis(20);
+        // Each packet is sent when 20 fewer were delivered, so a round is
+        // 20 packets; the rate grows by `growth` per round, continuously.
+        let run = |growth: f64| {
+            let mut c = Bbr::new();
+            let mut now = Instant::from_nanos(0);
+            let mut delivered = 0u64;
+            for _ in 0..200 {
+                let rounds = delivered as f64 / (20 * MSS) as f64;
+                let rate = 10e6 * growth.powf(rounds);
+                now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+                let prior = delivered.saturating_sub(20 * MSS);
+                delivered += MSS;
+                c.on_ack(
+                    now,
+                    &AckSample {
+                        bytes: MSS,
+                        rtt: Some(rtt),
+                        delivery_rate_bps: Some(rate),
+                        app_limited: false,
+                        prior_delivered: prior,
+                        delivered,
+                        bytes_in_flight: 20 * MSS,
+                    },
+                );
+            }
+            c.mode
+        };
+        // 5 % a round is 16 % over three: less than a quarter.
+        assert_ne!(run(1.05), Mode::Startup);
+        assert_eq!(run(1.50), Mode::Startup);
+    }
+
     /// A 1 Gbit/s path whose RTT is 20 µs (two hosts on one veth): the
     /// window covers a round trip of `MIN_WINDOW_RTT`, not 4 packets.
     #[test]

@@ -485,3 +485,41 @@ fn pass_through_marks_order_and_follows_skips() {
     assert_eq!(gseqs(&drain(&mut r)), vec![5]);
     assert_eq!(r.counters.duplicates, 1);
 }
+
+#[test]
+fn a_slow_fill_is_remembered_for_the_fill_window_and_no_longer() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(1_000), 1, vec![], None);
+    // A 30 ms fill: the next holes wait 32 ms...
+    r.push(at(1_030), 0, vec![], None);
+    r.push(at(1_040), 3, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(1_072)));
+    // ...faster fills within FILL_WINDOW_MS (10 s) do not lower it...
+    r.push(at(1_050), 2, vec![], None);
+    r.push(at(1_050), 5, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(1_082)));
+    r.push(at(1_051), 4, vec![], None);
+    // ...and once the window has passed, a quick fill brings the caller's
+    // timeout back.
+    r.push(at(12_000), 7, vec![], None);
+    r.push(at(12_000), 6, vec![], None);
+    r.push(at(12_000), 9, vec![], None);
+    assert_eq!(r.poll_timeout(), Some(at(12_010)));
+}
+
+#[test]
+fn a_path_gap_naming_the_packet_itself_is_harmless() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    let own = PathGap {
+        after: Some(3),
+        lost: 1,
+        last_lost: Some(3),
+    };
+    r.push(at(0), 3, vec![3], Some(own));
+    r.push(at(1), 0, vec![0], None);
+    r.push(at(1), 1, vec![1], None);
+    r.push(at(1), 2, vec![2], None);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 2, 3]);
+    assert_eq!(r.counters.skipped, 0);
+}
