@@ -356,6 +356,43 @@ mod tests {
         assert_eq!(run(1.50), Mode::Startup);
     }
 
+    /// In ProbeBW the gain cycle moves one phase per minimum RTT through
+    /// all eight phases, probing (phase 0) then draining (phase 1).
+    #[test]
+    fn probe_bw_cycles_through_every_phase_once_per_round_trip() {
+        let rtt = Duration::from_millis(20);
+        let rate = 10e6;
+        let mut c = Bbr::new();
+        let mut now = Instant::from_nanos(0);
+        let mut delivered = 0u64;
+        let mut phases: Vec<usize> = Vec::new();
+        // 10 Mbit/s: 1,200 µs per packet, about 17 packets per round trip.
+        for _ in 0..2_000 {
+            now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+            let prior = delivered.saturating_sub(17 * MSS);
+            delivered += MSS;
+            c.on_ack(
+                now,
+                &AckSample {
+                    bytes: MSS,
+                    rtt: Some(rtt),
+                    delivery_rate_bps: Some(rate),
+                    app_limited: false,
+                    prior_delivered: prior,
+                    delivered,
+                    bytes_in_flight: 16 * MSS,
+                },
+            );
+            if c.mode == Mode::ProbeBw && phases.last() != Some(&c.cycle_index) {
+                phases.push(c.cycle_index);
+            }
+        }
+        // 2.4 s: two full cycles of 8 x 20 ms after Startup and Drain.
+        let cycle: Vec<usize> = (2..8).chain(0..8).chain(0..2).collect();
+        assert!(phases.len() >= cycle.len(), "{phases:?}");
+        assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
+    }
+
     /// A 1 Gbit/s path whose RTT is 20 µs (two hosts on one veth): the
     /// window covers a round trip of `MIN_WINDOW_RTT`, not 4 packets.
     #[test]

@@ -523,3 +523,33 @@ fn a_path_gap_naming_the_packet_itself_is_harmless() {
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 2, 3]);
     assert_eq!(r.counters.skipped, 0);
 }
+
+#[test]
+fn a_path_gap_over_numbers_given_up_on_is_not_resolved_by_counting() {
+    // Numbers 0..10 given up on at a timeout; 10 delivered.
+    let given_up = || {
+        let mut r = Resequencer::new(ReseqConfig::default());
+        r.set_timeout(ms(10));
+        r.push(at(0), 10, vec![], None);
+        r.handle_timeout(at(10));
+        assert_eq!(gseqs(&drain(&mut r)), vec![10]);
+        r
+    };
+    let gap = |after| {
+        Some(PathGap {
+            after: Some(after),
+            lost: 9,
+            last_lost: None,
+        })
+    };
+    // The path's hole 6..20 overlaps them: some of its 9 lost packets may
+    // be among them, so 11..20 are not all pinned down; 20 waits.
+    let mut r = given_up();
+    r.push(at(20), 20, vec![], gap(5));
+    assert!(drain(&mut r).is_empty());
+    assert_eq!(r.held_packets(), 1);
+    // Its hole 10..20 does not (10 was delivered): 11..20 are the 9 lost.
+    let mut r = given_up();
+    r.push(at(20), 20, vec![], gap(9));
+    assert_eq!(gseqs(&drain(&mut r)), vec![20]);
+}
