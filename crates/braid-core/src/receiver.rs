@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::path::{OwdEstimator, PathSender};
-use crate::reseq::{Delivery, PathGap, ReseqConfig, Resequencer};
+use crate::reseq::{Delivery, FlowLink, PathGap, ReseqConfig, Resequencer};
 use crate::sender::Transmit;
 use crate::time::Instant;
 use crate::wire::{self, AckFrame, Frame, LossEntry, LossReport, Packet, WireError};
@@ -154,8 +154,9 @@ impl Receiver {
                 gap = Some(PathGap {
                     after: p.last_gseq,
                     lost,
-                    // The packet just before this one on the path is among the lost.
-                    last_lost: (header.prev_gap != 0)
+                    // The packet just before this one on the path is among
+                    // the lost, if the hint names it (not 0, not saturated).
+                    last_lost: (header.prev_gap != 0 && header.prev_gap != wire::GAP_SATURATED)
                         .then(|| header.gseq.checked_sub(u64::from(header.prev_gap)))
                         .flatten(),
                 });
@@ -193,7 +194,8 @@ impl Receiver {
         self.next_report
             .get_or_insert(now + self.config.report_interval);
         self.reseq.set_timeout(self.reseq_timeout(now));
-        self.reseq.push(now, header.gseq, payload.to_vec(), gap);
+        let flow = FlowLink::from_wire(header.gseq, header.flow_gap);
+        self.reseq.push(now, header.gseq, payload.to_vec(), gap, flow);
         Ok(())
     }
 
@@ -312,6 +314,7 @@ mod tests {
             pseq,
             send_ts_us: 0,
             prev_gap: 0,
+            flow_gap: 0,
         }
         .append_to(&[0; 8], &mut d);
         d

@@ -22,7 +22,7 @@ fn gseqs(d: &[Delivery]) -> Vec<u64> {
 fn in_order_passes_straight_through() {
     let mut r = Resequencer::new(ReseqConfig::default());
     for g in 0..3 {
-        r.push(at(g), g, vec![g as u8], None);
+        r.push(at(g), g, vec![g as u8], None, FlowLink::Unknown);
     }
     let d = drain(&mut r);
     assert_eq!(gseqs(&d), vec![0, 1, 2]);
@@ -33,10 +33,10 @@ fn in_order_passes_straight_through() {
 #[test]
 fn holds_until_hole_fills() {
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 1, vec![1], None);
-    r.push(at(0), 2, vec![2], None);
+    r.push(at(0), 1, vec![1], None, FlowLink::Unknown);
+    r.push(at(0), 2, vec![2], None, FlowLink::Unknown);
     assert!(drain(&mut r).is_empty());
-    r.push(at(7), 0, vec![0], None);
+    r.push(at(7), 0, vec![0], None, FlowLink::Unknown);
     let d = drain(&mut r);
     assert_eq!(gseqs(&d), vec![0, 1, 2]);
     assert_eq!(d[1].held, ms(7));
@@ -45,8 +45,8 @@ fn holds_until_hole_fills() {
 #[test]
 fn known_loss_releases_at_once() {
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 0, vec![0], None);
-    r.push(at(1), 2, vec![2], None);
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 2, vec![2], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![0]);
     // Packet 3 arrives on the path that carried 1, with a gap: 1 was lost.
     r.push(
@@ -58,6 +58,7 @@ fn known_loss_releases_at_once() {
             lost: 1,
             last_lost: Some(1),
         }),
+        FlowLink::Unknown,
     );
     assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
     assert_eq!(r.counters.skipped, 1);
@@ -67,22 +68,22 @@ fn known_loss_releases_at_once() {
 fn burst_loss_on_a_path_resolves_when_counts_match() {
     let mut r = Resequencer::new(ReseqConfig::default());
     // Path A carried 0, 2, 3, 4, 6; path B carried 1, 5. A loses 2, 3, 4.
-    r.push(at(0), 0, vec![], None);
-    r.push(at(1), 1, vec![], None);
-    r.push(at(1), 5, vec![], None);
+    r.push(at(0), 0, vec![], None, FlowLink::Unknown);
+    r.push(at(1), 1, vec![], None, FlowLink::Unknown);
+    r.push(at(1), 5, vec![], None, FlowLink::Unknown);
     let gap = PathGap {
         after: Some(0),
         lost: 3,
         last_lost: Some(4),
     };
-    r.push(at(2), 6, vec![], Some(gap));
+    r.push(at(2), 6, vec![], Some(gap), FlowLink::Unknown);
     // Missing in (0, 6): 2, 3, 4 = three, as many as A lost: all released.
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 5, 6]);
     // Had B's 5 not arrived yet, 5 could still be on B: only 4 is certain.
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 0, vec![], None);
-    r.push(at(1), 1, vec![], None);
-    r.push(at(2), 6, vec![], Some(gap));
+    r.push(at(0), 0, vec![], None, FlowLink::Unknown);
+    r.push(at(1), 1, vec![], None, FlowLink::Unknown);
+    r.push(at(2), 6, vec![], Some(gap), FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1]);
     assert_eq!(r.held_packets(), 1);
 }
@@ -93,7 +94,7 @@ fn timeout_releases_one_then_one_then_all() {
     r.set_timeout(ms(10));
     // Holes at 0, 2, 4, 6; held 1, 3, 5, 7.
     for g in [1, 3, 5, 7] {
-        r.push(at(0), g, vec![], None);
+        r.push(at(0), g, vec![], None, FlowLink::Unknown);
     }
     assert_eq!(r.poll_timeout(), Some(at(10)));
     r.handle_timeout(at(10));
@@ -105,8 +106,8 @@ fn timeout_releases_one_then_one_then_all() {
     assert_eq!(gseqs(&drain(&mut r)), vec![5, 7]);
     assert_eq!(r.poll_timeout(), None);
     // The skipped 2 arrives late: delivered once, out of order; again: duplicate.
-    r.push(at(31), 2, vec![], None);
-    r.push(at(31), 2, vec![], None);
+    r.push(at(31), 2, vec![], None, FlowLink::Unknown);
+    r.push(at(31), 2, vec![], None, FlowLink::Unknown);
     let d = drain(&mut r);
     assert_eq!(gseqs(&d), vec![2]);
     assert!(!d[0].in_order);
@@ -119,10 +120,10 @@ fn byte_bound_forces_release() {
         max_bytes: 250,
         ..ReseqConfig::default()
     });
-    r.push(at(0), 1, vec![0; 100], None);
-    r.push(at(0), 2, vec![0; 100], None);
+    r.push(at(0), 1, vec![0; 100], None, FlowLink::Unknown);
+    r.push(at(0), 2, vec![0; 100], None, FlowLink::Unknown);
     assert!(drain(&mut r).is_empty());
-    r.push(at(0), 4, vec![0; 100], None);
+    r.push(at(0), 4, vec![0; 100], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![1, 2]);
     assert_eq!((r.held_bytes(), r.held_packets()), (100, 1));
 }
@@ -134,7 +135,7 @@ fn pass_through_delivers_at_once_without_duplicates() {
         ..ReseqConfig::default()
     });
     for g in [2, 0, 2, 1, 0] {
-        r.push(at(0), g, vec![], None);
+        r.push(at(0), g, vec![], None, FlowLink::Unknown);
     }
     assert_eq!(gseqs(&drain(&mut r)), vec![2, 0, 1]);
     assert_eq!(r.counters.duplicates, 2);
@@ -215,7 +216,7 @@ fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequenc
             r.handle_timeout(t);
             delivered.extend(drain(&mut r));
         }
-        r.push(now, s.gseq, s.gseq.to_be_bytes().to_vec(), hint);
+        r.push(now, s.gseq, s.gseq.to_be_bytes().to_vec(), hint, FlowLink::Unknown);
         delivered.extend(drain(&mut r));
         assert!(r.held_bytes() <= config.max_bytes, "byte bound exceeded");
         for d in &delivered {
@@ -286,14 +287,14 @@ fn a_hole_gets_its_full_timeout_from_when_it_heads_the_line() {
     // 10 ms, not the 1 ms left of the old deadline.
     let mut r = Resequencer::new(ReseqConfig::default());
     r.set_timeout(ms(10));
-    r.push(at(0), 1, vec![], None);
-    r.push(at(9), 3, vec![], None);
+    r.push(at(0), 1, vec![], None, FlowLink::Unknown);
+    r.push(at(9), 3, vec![], None, FlowLink::Unknown);
     assert_eq!(r.poll_timeout(), Some(at(10)));
     r.handle_timeout(at(10));
     assert_eq!(gseqs(&drain(&mut r)), vec![1]);
     assert_eq!(r.poll_timeout(), Some(at(20)));
     // Hole 2 fills at 15 ms: on time, in order, nothing skipped but 0.
-    r.push(at(15), 2, vec![], None);
+    r.push(at(15), 2, vec![], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
     assert_eq!(r.counters.skipped, 1);
     assert_eq!(r.counters.delivered_late, 0);
@@ -305,12 +306,12 @@ fn progress_restarts_the_count_toward_releasing_everything() {
     r.set_timeout(ms(10));
     // Holes at 0, 2, 4, 6, 8; held 1, 3, 5, 7, 9.
     for g in [1, 3, 5, 7, 9] {
-        r.push(at(0), g, vec![], None);
+        r.push(at(0), g, vec![], None, FlowLink::Unknown);
     }
     r.handle_timeout(at(10));
     assert_eq!(gseqs(&drain(&mut r)), vec![1]);
     // Hole 2 fills: progress, the count of consecutive expiries restarts.
-    r.push(at(12), 2, vec![], None);
+    r.push(at(12), 2, vec![], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
     for expect in [5, 7, 9] {
         // First, second and third expiry since progress: one packet each
@@ -325,16 +326,16 @@ fn progress_restarts_the_count_toward_releasing_everything() {
 fn a_number_far_ahead_is_dropped_and_counted_at_once() {
     // Issue 6 §2: 2^40 used to make the resequencer walk every number below it.
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 0, vec![0], None);
-    r.push(at(1), 1 << 40, vec![1], None);
-    r.push(at(1), u64::MAX, vec![1], None);
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 1 << 40, vec![1], None, FlowLink::Unknown);
+    r.push(at(1), u64::MAX, vec![1], None, FlowLink::Unknown);
     assert_eq!(r.counters.out_of_window, 2);
     assert_eq!(r.held_packets(), 0);
-    r.push(at(2), 1, vec![1], None);
+    r.push(at(2), 1, vec![1], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1]);
     // The window's last number is still taken.
     let window = ReseqConfig::default().window;
-    r.push(at(3), 2 + window - 1, vec![], None);
+    r.push(at(3), 2 + window - 1, vec![], None, FlowLink::Unknown);
     assert_eq!(r.held_packets(), 1);
     assert_eq!(r.counters.out_of_window, 2);
 }
@@ -344,7 +345,7 @@ fn skip_notices_cost_one_range_however_wide() {
     // Issue 6 §2: 100 notices of 65,536 numbers used to add 6.5 M set entries.
     let mut r = Resequencer::new(ReseqConfig::default());
     // 0 delivered, 1 is a hole, so the notices' numbers wait behind it.
-    r.push(at(0), 0, vec![], None);
+    r.push(at(0), 0, vec![], None, FlowLink::Unknown);
     for i in 0..100u64 {
         r.skip(at(1), 2 + i * 70_000, 65_536);
     }
@@ -355,8 +356,8 @@ fn skip_notices_cost_one_range_however_wide() {
     assert_eq!(r.known_lost.len(), 15);
     assert_eq!(r.counters.out_of_window, 86);
     // A packet inside a range the notices called lost is still delivered.
-    r.push(at(2), 5, vec![5], None);
-    r.push(at(2), 1, vec![1], None);
+    r.push(at(2), 5, vec![5], None, FlowLink::Unknown);
+    r.push(at(2), 1, vec![1], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 5]);
     assert_eq!(r.counters.skipped, 65_535);
     assert_eq!(r.known_lost.len(), 14);
@@ -370,14 +371,14 @@ fn skip_notices_cost_one_range_however_wide() {
 #[test]
 fn many_scattered_losses_stay_within_the_range_cap() {
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 0, vec![], None);
+    r.push(at(0), 0, vec![], None, FlowLink::Unknown);
     for i in 0..(MAX_LOST_RANGES as u64 + 500) {
         r.skip(at(1), 2 + 2 * i, 1);
     }
     assert_eq!(r.known_lost.len(), MAX_LOST_RANGES);
     // The nearest losses are the ones kept: 1 arrives, 2 is known lost.
-    r.push(at(2), 1, vec![], None);
-    r.push(at(2), 3, vec![], None);
+    r.push(at(2), 1, vec![], None, FlowLink::Unknown);
+    r.push(at(2), 3, vec![], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1, 3]);
 }
 
@@ -389,7 +390,7 @@ fn tiny_packets_are_bounded_in_count() {
     });
     // Every other number: each push beyond 100 held forces one release.
     for g in 1..=1000 {
-        r.push(at(0), 2 * g, vec![], None);
+        r.push(at(0), 2 * g, vec![], None, FlowLink::Unknown);
         assert!(r.held_packets() <= 100);
     }
     // Released in order, each hole before them skipped.
@@ -403,10 +404,10 @@ fn tiny_packets_are_bounded_in_count() {
 fn late_packets_split_skipped_ranges_and_duplicates_stay_duplicates() {
     let mut r = Resequencer::new(ReseqConfig::default());
     r.skip(at(0), 0, 10);
-    r.push(at(1), 10, vec![], None);
+    r.push(at(1), 10, vec![], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![10]);
     for g in [4, 4, 0, 9, 9, 5] {
-        r.push(at(2), g, vec![], None);
+        r.push(at(2), g, vec![], None, FlowLink::Unknown);
     }
     let d = drain(&mut r);
     assert_eq!(gseqs(&d), vec![4, 0, 9, 5]);
@@ -419,14 +420,14 @@ fn late_packets_split_skipped_ranges_and_duplicates_stay_duplicates() {
 fn slow_fills_stretch_the_hole_timeout_up_to_four_times() {
     let mut r = Resequencer::new(ReseqConfig::default());
     r.set_timeout(ms(10));
-    r.push(at(0), 1, vec![], None);
+    r.push(at(0), 1, vec![], None, FlowLink::Unknown);
     // Hole 0 fills after 30 ms: later holes wait 30 + 2 ms.
-    r.push(at(30), 0, vec![], None);
-    r.push(at(40), 3, vec![], None);
+    r.push(at(30), 0, vec![], None, FlowLink::Unknown);
+    r.push(at(40), 3, vec![], None, FlowLink::Unknown);
     assert_eq!(r.poll_timeout(), Some(at(72)));
     // A fill of 60 ms is capped at four timeouts (40 ms).
-    r.push(at(100), 2, vec![], None);
-    r.push(at(100), 5, vec![], None);
+    r.push(at(100), 2, vec![], None, FlowLink::Unknown);
+    r.push(at(100), 5, vec![], None, FlowLink::Unknown);
     assert_eq!(r.poll_timeout(), Some(at(140)));
 }
 
@@ -441,13 +442,13 @@ fn a_path_gap_resolves_by_counting_up_to_its_widest() {
     };
     // 4,096 numbers missing between 0 and 4,097, as many as the path lost.
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 0, vec![], None);
-    r.push(at(1), 1 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN));
+    r.push(at(0), 0, vec![], None, FlowLink::Unknown);
+    r.push(at(1), 1 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN), FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1 + MAX_GAP_SCAN]);
     // One wider: not resolved by counting, the packet waits.
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 0, vec![], None);
-    r.push(at(1), 2 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN + 1));
+    r.push(at(0), 0, vec![], None, FlowLink::Unknown);
+    r.push(at(1), 2 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN + 1), FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![0]);
     assert_eq!(r.held_packets(), 1);
     // A skip notice ending exactly at the window's end is in the window.
@@ -465,7 +466,7 @@ fn pass_through_marks_order_and_follows_skips() {
         ..ReseqConfig::default()
     });
     for g in [0, 1, 3, 2, 4] {
-        r.push(at(0), g, vec![], None);
+        r.push(at(0), g, vec![], None, FlowLink::Unknown);
     }
     let order: Vec<(u64, bool)> = drain(&mut r).iter().map(|d| (d.gseq, d.in_order)).collect();
     // 3 came before 2: out of order; 2 then closes the gap, 4 follows it.
@@ -475,13 +476,13 @@ fn pass_through_marks_order_and_follows_skips() {
     );
     // 5 and 6 dropped by the sender: 7 is in order again.
     r.skip(at(1), 5, 2);
-    r.push(at(1), 7, vec![], None);
+    r.push(at(1), 7, vec![], None, FlowLink::Unknown);
     let d = drain(&mut r);
     assert_eq!((d[0].gseq, d[0].in_order), (7, true));
     assert_eq!(r.counters.skipped, 2);
     // A late 5 after its skip: delivered once, never again.
-    r.push(at(2), 5, vec![], None);
-    r.push(at(2), 5, vec![], None);
+    r.push(at(2), 5, vec![], None, FlowLink::Unknown);
+    r.push(at(2), 5, vec![], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![5]);
     assert_eq!(r.counters.duplicates, 1);
 }
