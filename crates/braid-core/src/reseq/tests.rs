@@ -146,6 +146,10 @@ fn pass_through_delivers_at_once_without_duplicates() {
 #[derive(Debug, Clone)]
 struct Sent {
     gseq: u64,
+    /// Its flow, and the link to the flow's previous packet it carries
+    /// (`Unknown` in scenarios without flow information).
+    flow: usize,
+    link: FlowLink,
     path: usize,
     arrival: Option<u64>,
     /// Arrival of a second copy (the network duplicated it), if any.
@@ -153,17 +157,29 @@ struct Sent {
 }
 
 /// Generates packets sent in global order over up to 3 FIFO paths with
-/// different delays, some lost, some duplicated by the network.
-fn scenario() -> impl Strategy<Value = Vec<Sent>> {
+/// different delays, some lost, some duplicated by the network; of up to 4
+/// flows, each packet naming its flow's previous one when `with_flows`.
+fn scenario(with_flows: bool) -> impl Strategy<Value = Vec<Sent>> {
     let paths = proptest::collection::vec(1u64..60, 1..=3);
     (
         paths,
-        proptest::collection::vec((0usize..3, 0u32..100, 0u64..3, 0u64..40), 1..300),
+        1usize..=4,
+        proptest::collection::vec(
+            (0usize..3, 0u32..100, 0u64..3, 0u64..40, 0usize..4),
+            1..300,
+        ),
     )
-        .prop_map(|(delays, pkts)| {
+        .prop_map(move |(delays, flows, pkts)| {
             let mut last_arrival = vec![0u64; delays.len()];
+            let mut last_of_flow: Vec<Option<u64>> = vec![None; flows];
             let mut out = Vec::new();
-            for (i, (path, loss_roll, gap, copy_after)) in pkts.into_iter().enumerate() {
+            for (i, (path, loss_roll, gap, copy_after, flow)) in pkts.into_iter().enumerate() {
+                let flow = flow % flows;
+                let link = match last_of_flow[flow].replace(i as u64) {
+                    _ if !with_flows => FlowLink::Unknown,
+                    Some(p) => FlowLink::After(p),
+                    None => FlowLink::First,
+                };
                 let path = path % delays.len();
                 let send = i as u64 + gap;
                 let arrival = (send + delays[path]).max(last_arrival[path]);
@@ -171,6 +187,8 @@ fn scenario() -> impl Strategy<Value = Vec<Sent>> {
                 let arrival = (loss_roll >= 10).then_some(arrival);
                 out.push(Sent {
                     gseq: i as u64,
+                    flow,
+                    link,
                     path,
                     arrival,
                     // One in ten arrivals is duplicated, up to 40 ms later.
@@ -216,9 +234,10 @@ fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequenc
             r.handle_timeout(t);
             delivered.extend(drain(&mut r));
         }
-        r.push(now, s.gseq, s.gseq.to_be_bytes().to_vec(), hint, FlowLink::Unknown);
+        r.push(now, s.gseq, s.gseq.to_be_bytes().to_vec(), hint, s.link);
         delivered.extend(drain(&mut r));
         assert!(r.held_bytes() <= config.max_bytes, "byte bound exceeded");
+        assert!(r.waiting.len() <= r.held.len(), "a waiter without a packet");
         for d in &delivered {
             assert!(d.held <= config.max_hold, "held {:?}", d.held);
         }
@@ -242,7 +261,10 @@ proptest! {
     })]
 
     #[test]
-    fn ordered_mode_properties(sent in scenario(), max_bytes in 16usize..2000) {
+    fn ordered_mode_properties(
+        (with_flows, sent) in any::<bool>().prop_flat_map(|f| (Just(f), scenario(f))),
+        max_bytes in 16usize..2000,
+    ) {
         let config = ReseqConfig { mode: ReseqMode::Ordered, max_bytes, max_hold: ms(100), ..ReseqConfig::default() };
         let (delivered, r) = run_scenario(&sent, config);
         // Never a duplicate.
@@ -251,9 +273,17 @@ proptest! {
             prop_assert!(seen.insert(d.gseq), "duplicate {}", d.gseq);
             prop_assert_eq!(&d.payload, &d.gseq.to_be_bytes().to_vec());
         }
-        // What it holds leaves in order.
-        let in_order: Vec<u64> = delivered.iter().filter(|d| d.in_order).map(|d| d.gseq).collect();
-        prop_assert!(in_order.windows(2).all(|w| w[0] < w[1]), "{:?}", in_order);
+        // What it holds leaves in order: in global order without flow
+        // information, in each flow's order with it.
+        let flow_of = |g: u64| if with_flows { sent[g as usize].flow } else { 0 };
+        for flow in 0..4 {
+            let in_order: Vec<u64> = delivered.iter().filter(|d| d.in_order && flow_of(d.gseq) == flow).map(|d| d.gseq).collect();
+            prop_assert!(in_order.windows(2).all(|w| w[0] < w[1]), "flow {}: {:?}", flow, in_order);
+        }
+        if !with_flows {
+            prop_assert_eq!(r.counters.delivered_early, 0);
+        }
+        prop_assert!(r.waiting.is_empty() && r.seen_ahead.is_empty());
         // Everything that arrived is delivered.
         let arrived: HashSet<u64> = sent.iter().filter(|s| s.arrival.is_some()).map(|s| s.gseq).collect();
         prop_assert_eq!(seen, arrived);
@@ -265,7 +295,7 @@ proptest! {
     }
 
     #[test]
-    fn pass_through_properties(sent in scenario()) {
+    fn pass_through_properties(sent in any::<bool>().prop_flat_map(scenario)) {
         let config = ReseqConfig { mode: ReseqMode::PassThrough, ..ReseqConfig::default() };
         let (delivered, r) = run_scenario(&sent, config);
         let copies = sent.iter().filter(|s| s.copy.is_some()).count() as u64;
@@ -485,4 +515,259 @@ fn pass_through_marks_order_and_follows_skips() {
     r.push(at(2), 5, vec![], None, FlowLink::Unknown);
     assert_eq!(gseqs(&drain(&mut r)), vec![5]);
     assert_eq!(r.counters.duplicates, 1);
+}
+
+/// `(gseq, in_order)` of each delivery.
+fn marked(d: &[Delivery]) -> Vec<(u64, bool)> {
+    d.iter().map(|d| (d.gseq, d.in_order)).collect()
+}
+
+#[test]
+fn flow_gaps_read_as_links() {
+    assert_eq!(FlowLink::from_wire(10, 0), FlowLink::Unknown);
+    assert_eq!(FlowLink::from_wire(10, 3), FlowLink::After(7));
+    assert_eq!(FlowLink::from_wire(10, 10), FlowLink::After(0));
+    // A predecessor below 0 is none.
+    assert_eq!(FlowLink::from_wire(5, 7), FlowLink::First);
+    assert_eq!(FlowLink::from_wire(10, GAP_SATURATED), FlowLink::First);
+    assert_eq!(
+        FlowLink::from_wire(70_000, GAP_SATURATED),
+        FlowLink::AtOrBelow(70_000 - 65_535)
+    );
+}
+
+#[test]
+fn another_flows_packet_goes_past_a_hole() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    // Flow A: 0, 1 (lost for now), 2. Flow B: 3, its first packet.
+    r.push(at(0), 0, vec![], None, FlowLink::First);
+    r.push(at(1), 2, vec![], None, FlowLink::After(1));
+    r.push(at(2), 3, vec![], None, FlowLink::First);
+    assert_eq!(marked(&drain(&mut r)), vec![(0, true), (3, true)]);
+    assert_eq!(r.counters.delivered_early, 1);
+    assert_eq!(r.held_packets(), 1);
+    // B's next packet follows at once; A's 2 still waits for 1.
+    r.push(at(3), 4, vec![], None, FlowLink::After(3));
+    assert_eq!(marked(&drain(&mut r)), vec![(4, true)]);
+    // The hole at 1 keeps its timer, as if 3 and 4 were held behind it.
+    assert_eq!(r.poll_timeout(), Some(at(11)));
+    r.push(at(5), 1, vec![], None, FlowLink::After(0));
+    let d = drain(&mut r);
+    assert_eq!(marked(&d), vec![(1, true), (2, true)]);
+    assert_eq!(d[1].held, ms(4));
+    // The delivery point passed 3 and 4 without counting them skipped.
+    assert_eq!(r.next, 5);
+    assert_eq!(r.counters.skipped, 0);
+    assert_eq!(r.counters.delivered_late, 0);
+    assert_eq!(r.counters.delivered, 5);
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn a_chain_of_three_goes_when_its_head_arrives() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // Flow A's 0 and 1 are missing; flow B's 2, 3, 4 arrive backwards.
+    r.push(at(0), 4, vec![], None, FlowLink::After(3));
+    r.push(at(1), 3, vec![], None, FlowLink::After(2));
+    assert!(drain(&mut r).is_empty());
+    assert_eq!(r.waiting.len(), 2);
+    r.push(at(2), 2, vec![], None, FlowLink::First);
+    let d = drain(&mut r);
+    assert_eq!(marked(&d), vec![(2, true), (3, true), (4, true)]);
+    assert_eq!((d[1].held, d[2].held), (ms(1), ms(2)));
+    assert_eq!(r.counters.delivered_early, 3);
+    assert_eq!((r.held_packets(), r.held_bytes()), (0, 0));
+    assert!(r.waiting.is_empty());
+    // A's packets then go in order, and the point passes B's.
+    r.push(at(3), 1, vec![], None, FlowLink::After(0));
+    r.push(at(3), 0, vec![], None, FlowLink::First);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 1]);
+    assert_eq!(r.next, 5);
+    assert!(r.seen_ahead.is_empty());
+}
+
+#[test]
+fn a_known_loss_does_not_free_the_next_packet_of_its_flow() {
+    // Flow A: 0 missing, 1 lost (known from its path), 2 arrived. The
+    // flow's order forbids 2 before 0, and 1 being lost says nothing of 0.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.skip(at(0), 1, 1);
+    r.push(at(0), 2, vec![], None, FlowLink::After(1));
+    assert!(drain(&mut r).is_empty());
+    r.push(at(1), 0, vec![], None, FlowLink::First);
+    assert_eq!(marked(&drain(&mut r)), vec![(0, true), (2, true)]);
+    assert_eq!(r.counters.delivered_early, 0);
+    assert_eq!(r.counters.skipped, 1);
+}
+
+#[test]
+fn a_predecessor_given_up_on_releases_its_waiters() {
+    // Timeout: holes 1 (flow A) and 2 (flow B); 3 (A) and 4 (B) wait.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 0, vec![], None, FlowLink::First);
+    r.push(at(0), 3, vec![], None, FlowLink::After(1));
+    r.push(at(0), 4, vec![], None, FlowLink::After(2));
+    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
+    r.handle_timeout(at(10));
+    // The first expiry gives up on 1 and 2: 4's predecessor has gone.
+    let d = drain(&mut r);
+    assert_eq!(marked(&d), vec![(4, true), (3, true)]);
+    assert_eq!(r.counters.delivered_early, 1);
+    assert_eq!((r.counters.skipped, r.counters.timeouts), (2, 1));
+    assert_eq!(r.next, 5);
+
+    // Skip notice: 6 (flow B) waits on 5, which the sender dropped unsent,
+    // and 9 (B) on 6; 8 (flow A) waits on 7, missing. The notice moves the
+    // point past 5: 6 and 9 go at once, ahead of the hole at 7.
+    r.push(at(11), 8, vec![], None, FlowLink::After(7));
+    r.push(at(11), 9, vec![], None, FlowLink::After(6));
+    r.push(at(11), 6, vec![], None, FlowLink::After(5));
+    assert!(drain(&mut r).is_empty());
+    r.skip(at(12), 5, 1);
+    assert_eq!(marked(&drain(&mut r)), vec![(6, true), (9, true)]);
+    assert_eq!(r.next, 7);
+    assert_eq!(r.held_packets(), 1);
+    assert_eq!(r.counters.delivered_late, 0);
+}
+
+#[test]
+fn a_saturated_link_waits_for_the_delivery_point() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.skip(at(0), 0, 4_465);
+    assert_eq!(r.next, 4_465);
+    // 70,000's flow predecessor is at or below 4,465: not yet passed.
+    r.push(at(1), 70_000, vec![], None, FlowLink::AtOrBelow(4_465));
+    // 4,470 delivered early does not free it: the predecessor may be lower.
+    r.push(at(1), 4_470, vec![], None, FlowLink::First);
+    assert_eq!(gseqs(&drain(&mut r)), vec![4_470]);
+    assert_eq!(r.held_packets(), 1);
+    // The point passing 4,465 does.
+    r.push(at(2), 4_465, vec![], None, FlowLink::Unknown);
+    assert_eq!(marked(&drain(&mut r)), vec![(4_465, true), (70_000, true)]);
+    assert_eq!(r.counters.delivered_early, 2);
+    // A number at or below the point: it goes at once.
+    r.push(at(3), 70_001, vec![], None, FlowLink::AtOrBelow(4_465));
+    assert_eq!(gseqs(&drain(&mut r)), vec![70_001]);
+}
+
+#[test]
+fn copies_of_early_deliveries_are_duplicates() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 2, vec![], None, FlowLink::First);
+    r.push(at(0), 2, vec![], None, FlowLink::First);
+    r.push(at(0), 2, vec![], None, FlowLink::Unknown);
+    assert_eq!(gseqs(&drain(&mut r)), vec![2]);
+    assert_eq!(r.counters.duplicates, 2);
+    // The hole times out: the point passes 2 without counting it skipped,
+    // and a copy after that is still a duplicate, not a late packet.
+    r.handle_timeout(at(10));
+    assert_eq!(r.next, 3);
+    assert_eq!(r.counters.skipped, 2);
+    r.push(at(11), 2, vec![], None, FlowLink::First);
+    assert!(drain(&mut r).is_empty());
+    assert_eq!(r.counters.duplicates, 3);
+    // 1 was skipped: it comes late, once.
+    r.push(at(12), 1, vec![], None, FlowLink::First);
+    r.push(at(12), 1, vec![], None, FlowLink::First);
+    assert_eq!(marked(&drain(&mut r)), vec![(1, false)]);
+    assert_eq!(r.counters.duplicates, 4);
+}
+
+#[test]
+fn hostile_links_deliver_nothing_twice_and_stay_bounded() {
+    let config = ReseqConfig {
+        max_packets: 64,
+        ..ReseqConfig::default()
+    };
+    let mut r = Resequencer::new(config);
+    r.set_timeout(ms(10));
+    // Hole at 0 forever. 100,000 packets, each free to go (the first of its
+    // flow): the numbers delivered ahead stay bounded.
+    for g in 1..100_000u64 {
+        r.push(at(g / 1000), g, vec![], None, FlowLink::First);
+        assert!(r.seen_ahead.len() as u64 <= SKIP_MEMORY);
+    }
+    // Many packets naming one missing predecessor, then it arrives: each
+    // released once, within the packet cap.
+    let base = r.next + 10;
+    for g in base + 1..base + 1000 {
+        r.push(at(100), g, vec![], None, FlowLink::After(base));
+        r.push(at(100), g, vec![], None, FlowLink::After(base - 1));
+        assert!(r.held_packets() <= 64 && r.waiting.len() <= r.held_packets());
+    }
+    r.push(at(100), base, vec![], None, FlowLink::First);
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for d in drain(&mut r) {
+        assert!(seen.insert(d.gseq), "{} delivered twice", d.gseq);
+        total += 1;
+    }
+    // Timers settle, everything left goes, and nothing twice.
+    while let Some(t) = r.poll_timeout() {
+        r.handle_timeout(t);
+        for d in drain(&mut r) {
+            assert!(seen.insert(d.gseq), "{} delivered twice", d.gseq);
+            total += 1;
+        }
+    }
+    assert_eq!(total, r.counters.delivered);
+    assert_eq!(r.held_packets(), 0);
+    assert!(r.waiting.is_empty() && r.seen_ahead.is_empty());
+    // Every push is accounted for: delivered once, or a duplicate.
+    let pushes = 99_999 + 2 * 999 + 1;
+    assert_eq!(
+        r.counters.delivered + r.counters.duplicates,
+        pushes,
+        "{:?}",
+        r.counters
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        rng_seed: proptest::test_runner::RngSeed::Fixed(2),
+        ..ProptestConfig::default()
+    })]
+
+    /// Arbitrary numbers with arbitrary links, copies, skip notices and
+    /// time: nothing is delivered twice, the bounds hold, and every
+    /// waiter has its packet.
+    #[test]
+    fn hostile_links_never_duplicate_or_leak(
+        ops in proptest::collection::vec((0u64..200, 0u16..300, 0u8..8, 0u64..20), 1..400),
+    ) {
+        let config = ReseqConfig { max_packets: 32, max_bytes: 64, ..ReseqConfig::default() };
+        let mut r = Resequencer::new(config);
+        r.set_timeout(ms(5));
+        let mut now = 0;
+        let mut seen = HashSet::new();
+        let mut check = |r: &mut Resequencer| -> Result<(), TestCaseError> {
+            for d in drain(r) {
+                prop_assert!(seen.insert(d.gseq), "{} delivered twice", d.gseq);
+            }
+            prop_assert!(r.held_packets() <= 32 && r.held_bytes() <= 64);
+            prop_assert!(r.waiting.len() <= r.held_packets());
+            prop_assert!(r.waiting.iter().all(|w| r.held.get(&w.2).is_some_and(|h| h.waits_on == Some(*w))));
+            prop_assert!(r.seen_ahead.iter().all(|&g| g >= r.next && !r.held.contains_key(&g)));
+            Ok(())
+        };
+        for (g, gap, kind, dt) in ops {
+            now += dt;
+            match kind {
+                0 => r.skip(at(now), g, u32::from(gap % 8)),
+                1 => r.handle_timeout(at(now)),
+                _ => r.push(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap)),
+            }
+            check(&mut r)?;
+        }
+        while let Some(t) = r.poll_timeout() {
+            r.handle_timeout(t);
+            check(&mut r)?;
+        }
+        prop_assert_eq!(r.held_packets(), 0);
+        prop_assert!(r.waiting.is_empty());
+    }
 }
