@@ -471,7 +471,11 @@ impl Resequencer {
         self.emit(gseq, payload, true, held);
         let mut delivered = vec![gseq];
         while let Some(p) = delivered.pop() {
-            while let Some(&w) = self.waiting.range((p, false, 0)..=(p, false, u64::MAX)).next() {
+            while let Some(&w) = self
+                .waiting
+                .range((p, false, 0)..=(p, false, u64::MAX))
+                .next()
+            {
                 // Its number lies beyond `p`, itself at or beyond `next`.
                 let h = self.take_held(w);
                 self.seen_ahead.insert(w.2);

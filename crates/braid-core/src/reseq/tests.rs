@@ -164,10 +164,7 @@ fn scenario(with_flows: bool) -> impl Strategy<Value = Vec<Sent>> {
     (
         paths,
         1usize..=4,
-        proptest::collection::vec(
-            (0usize..3, 0u32..100, 0u64..3, 0u64..40, 0usize..4),
-            1..300,
-        ),
+        proptest::collection::vec((0usize..3, 0u32..100, 0u64..3, 0u64..40, 0usize..4), 1..300),
     )
         .prop_map(move |(delays, flows, pkts)| {
             let mut last_arrival = vec![0u64; delays.len()];
@@ -473,12 +470,24 @@ fn a_path_gap_resolves_by_counting_up_to_its_widest() {
     // 4,096 numbers missing between 0 and 4,097, as many as the path lost.
     let mut r = Resequencer::new(ReseqConfig::default());
     r.push(at(0), 0, vec![], None, FlowLink::Unknown);
-    r.push(at(1), 1 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN), FlowLink::Unknown);
+    r.push(
+        at(1),
+        1 + MAX_GAP_SCAN,
+        vec![],
+        gap(0, MAX_GAP_SCAN),
+        FlowLink::Unknown,
+    );
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 1 + MAX_GAP_SCAN]);
     // One wider: not resolved by counting, the packet waits.
     let mut r = Resequencer::new(ReseqConfig::default());
     r.push(at(0), 0, vec![], None, FlowLink::Unknown);
-    r.push(at(1), 2 + MAX_GAP_SCAN, vec![], gap(0, MAX_GAP_SCAN + 1), FlowLink::Unknown);
+    r.push(
+        at(1),
+        2 + MAX_GAP_SCAN,
+        vec![],
+        gap(0, MAX_GAP_SCAN + 1),
+        FlowLink::Unknown,
+    );
     assert_eq!(gseqs(&drain(&mut r)), vec![0]);
     assert_eq!(r.held_packets(), 1);
     // A skip notice ending exactly at the window's end is in the window.
