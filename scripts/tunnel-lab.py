@@ -11,8 +11,9 @@
             Gbit/s.
 
 Needs root, iperf3 and a release build (BRAID=target/release/braid by
-default). Every lab it makes is named `tl-*` and taken down on exit, also on
-an error, Ctrl-C or SIGTERM; every command has a timeout. Prints one line
+default). Every lab it makes is named `tl-*` (LAB_PREFIX=x: `x-*`, so that
+two runs side by side do not meet) and taken down on exit, also on an error,
+Ctrl-C or SIGTERM; every command has a timeout. Prints one line
 per run and a summary per set.
 
     sudo scripts/tunnel-lab.py latency blackout veth --runs 3
@@ -29,6 +30,7 @@ import threading
 import time
 
 BRAID = os.environ.get("BRAID", "target/release/braid")
+LAB_PREFIX = os.environ.get("LAB_PREFIX", "tl")
 SERVER_TUN = "10.77.0.1"
 SERVER_ADDR = "198.19.0.1"
 LABS = []
@@ -148,7 +150,7 @@ def latency(args):
     for label, specs in sets:
         if args.only and not any(label.startswith(o) for o in args.only):
             continue
-        name = "tl-lat"
+        name = f"{LAB_PREFIX}-lat"
         lab_up(name, specs)
         try:
             # A first transfer warms the tunnel (the first run on a fresh
@@ -256,7 +258,7 @@ def blackout(args):
     for label, specs, cut, surviving in sets:
         if args.only and not any(label.startswith(o) for o in args.only):
             continue
-        name = "tl-blk"
+        name = f"{LAB_PREFIX}-blk"
         lab_up(name, specs)
         try:
             srv = iperf_server(name, SERVER_TUN)
@@ -358,7 +360,7 @@ def timed(argv, timeout):
 
 
 def veth(args):
-    name = "tl-veth"
+    name = f"{LAB_PREFIX}-veth"
     lab_up(name, ["direct", "direct"])
     seconds = 10
     try:

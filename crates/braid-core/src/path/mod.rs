@@ -101,7 +101,7 @@ pub struct PathSender {
 #[derive(Debug, Clone, Copy)]
 pub struct PathStamp {
     pub pseq: u32,
-    pub prev_gap: u32,
+    pub prev_gap: u16,
 }
 
 impl PathSender {
@@ -224,14 +224,10 @@ impl PathSender {
             let earliest = Instant::from_duration(now.since_epoch().saturating_sub(credit));
             self.next_send_time = self.next_send_time.max(earliest) + gap;
         }
-        // 0 means "no usable hint": first packet, a gap too wide for 32
-        // bits, or a number below the previous one on this path (the sender
-        // sent a later datagram here first, see `Decision::SendBehind`).
-        let prev_gap = self
-            .prev_gseq
-            .and_then(|p| gseq.checked_sub(p))
-            .and_then(|d| u32::try_from(d).ok())
-            .unwrap_or(0);
+        // 0 means "no usable hint": first packet, or a number below the
+        // previous one on this path (the sender sent a later datagram here
+        // first, see `Decision::SendBehind`); a gap too wide saturates.
+        let prev_gap = crate::wire::saturating_gap(gseq, self.prev_gseq);
         self.prev_gseq = Some(gseq);
         PathStamp {
             pseq: pseq as u32,
