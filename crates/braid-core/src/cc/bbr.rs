@@ -393,6 +393,73 @@ mod tests {
         assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
     }
 
+    /// One ack of one MSS at `now`, `delivered` bytes in all; a round is 20 packets.
+    fn ack_one(c: &mut Bbr, now: Instant, delivered: u64, rate: Option<f64>, rtt: Duration) {
+        c.on_ack(
+            now,
+            &AckSample {
+                bytes: MSS,
+                rtt: Some(rtt),
+                delivery_rate_bps: rate,
+                app_limited: false,
+                prior_delivered: delivered.saturating_sub(20 * MSS),
+                delivered,
+                bytes_in_flight: 10 * MSS,
+            },
+        );
+    }
+
+    #[test]
+    fn startup_grows_the_window_by_each_ack_until_its_target_only() {
+        let rtt = Duration::from_millis(50);
+        let t = Instant::from_nanos(1_000_000);
+        // No rate sample yet: every ack grows the window.
+        let mut c = Bbr::new();
+        ack_one(&mut c, t, MSS, None, rtt);
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND + MSS);
+        // 100 Mbit/s x 50 ms: far below the target (2.885 BDP), it grows.
+        let mut c = Bbr::new();
+        for n in 1..=10 {
+            ack_one(&mut c, t, n * MSS, Some(100e6), rtt);
+        }
+        assert_eq!(c.mode, Mode::Startup);
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND + 10 * MSS);
+        // 10 Mbit/s x 20 ms: the initial window is above the target; startup
+        // neither grows nor cuts it.
+        let mut c = Bbr::new();
+        for n in 1..=10 {
+            ack_one(&mut c, t, n * MSS, Some(10e6), Duration::from_millis(20));
+        }
+        assert_eq!(c.mode, Mode::Startup);
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND);
+    }
+
+    #[test]
+    fn old_maxima_and_minima_expire() {
+        let mut c = Bbr::new();
+        let mut now = Instant::from_nanos(1_000_000);
+        let mut delivered = 0;
+        let mut run = |c: &mut Bbr, rate: f64, rtt_ms: u64, acks: u64| {
+            for _ in 0..acks {
+                now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+                delivered += MSS;
+                ack_one(c, now, delivered, Some(rate), Duration::from_millis(rtt_ms));
+            }
+        };
+        run(&mut c, 10e6, 20, 400);
+        assert_eq!(c.bandwidth_bps(None), Some(10e6));
+        // The path halves: after 10 rounds (20 packets each) the old
+        // maximum is gone.
+        run(&mut c, 5e6, 20, 10 * 20 + 40);
+        assert_eq!(c.bandwidth_bps(None), Some(5e6));
+        assert_eq!(c.min_rtt, Some(Duration::from_millis(20)));
+        // The round trip grows: the old minimum holds for 10 s, then goes.
+        run(&mut c, 5e6, 30, 3_000);
+        assert_eq!(c.min_rtt, Some(Duration::from_millis(20)));
+        run(&mut c, 5e6, 30, 2_000);
+        assert_eq!(c.min_rtt, Some(Duration::from_millis(30)));
+    }
+
     /// A 1 Gbit/s path whose RTT is 20 µs (two hosts on one veth): the
     /// window covers a round trip of `MIN_WINDOW_RTT`, not 4 packets.
     #[test]
@@ -423,6 +490,9 @@ mod tests {
         assert!((c.pacing_rate_bps().unwrap() - initial).abs() < 1.0);
         steady(&mut c, (10e6, Duration::from_millis(20)), (20, 10), 2_000);
         let rate = |c: &Bbr| c.pacing_rate_bps().unwrap();
+        // Startup paces at its gain over the estimate...
+        c.mode = Mode::Startup;
+        assert!((rate(&c) - 2.885 * 10e6).abs() < 1.0, "{}", rate(&c));
         c.mode = Mode::Drain;
         assert!((rate(&c) - 10e6 / 2.885).abs() < 1.0, "{}", rate(&c));
         c.mode = Mode::ProbeBw;
@@ -434,5 +504,12 @@ mod tests {
                 rate(&c)
             );
         }
+        // ...and never under its gain over 10 packets per round trip: an
+        // estimate of 1 Mbit/s on a 20 ms path gives 6 Mbit/s x 2.885.
+        let mut slow = Bbr::new();
+        steady(&mut slow, (1e6, Duration::from_millis(20)), (20, 10), 3);
+        assert_eq!(slow.mode, Mode::Startup);
+        let floor = 2.885 * (10 * MSS) as f64 * 8.0 / 0.020;
+        assert!((rate(&slow) - floor).abs() < 1.0, "{}", rate(&slow));
     }
 }
