@@ -366,6 +366,7 @@ mod tests {
         let mut now = Instant::from_nanos(0);
         let mut delivered = 0u64;
         let mut phases: Vec<usize> = Vec::new();
+        let mut changed_at: Vec<Instant> = Vec::new();
         // 10 Mbit/s: 1,200 µs per packet, about 17 packets per round trip.
         for _ in 0..2_000 {
             now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
@@ -385,12 +386,17 @@ mod tests {
             );
             if c.mode == Mode::ProbeBw && phases.last() != Some(&c.cycle_index) {
                 phases.push(c.cycle_index);
+                changed_at.push(now);
             }
         }
         // 2.4 s: two full cycles of 8 x 20 ms after Startup and Drain.
         let cycle: Vec<usize> = (2..8).chain(0..8).chain(0..2).collect();
         assert!(phases.len() >= cycle.len(), "{phases:?}");
         assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
+        // Each phase lasts a minimum RTT.
+        for w in changed_at[1..].windows(2) {
+            assert!(w[1] - w[0] >= rtt, "a phase of {:?}", w[1] - w[0]);
+        }
     }
 
     /// One ack of one MSS at `now`, `delivered` bytes in all; a round is 20 packets.
