@@ -466,9 +466,7 @@ impl Resequencer {
     /// Delivers `gseq` (at or beyond `next`) ahead of global order, then
     /// the held packets of its flow that waited for it, in a chain.
     fn deliver_early(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, held: Duration) {
-        self.seen_ahead.insert(gseq);
-        self.counters.delivered_early += 1;
-        self.emit(gseq, payload, true, held);
+        self.emit_early(gseq, payload, held);
         let mut delivered = vec![gseq];
         while let Some(p) = delivered.pop() {
             while let Some(&w) = self
@@ -477,21 +475,28 @@ impl Resequencer {
                 .next()
             {
                 // Its number lies beyond `p`, itself at or beyond `next`.
-                let h = self.take_held(w);
-                self.seen_ahead.insert(w.2);
-                self.counters.delivered_early += 1;
-                self.emit(w.2, h.payload, true, now - h.arrived);
+                let h = self.take_held(w.2).expect("every waiter is held");
+                self.emit_early(w.2, h.payload, now - h.arrived);
                 delivered.push(w.2);
             }
         }
     }
 
-    /// Removes the held packet `w` waits for, with its `waiting` entry.
-    fn take_held(&mut self, w: Waiter) -> Held {
-        self.waiting.remove(&w);
-        let h = self.held.remove(&w.2).expect("every waiter is held");
+    /// Delivers `gseq` ahead of global order, in order for its flow.
+    fn emit_early(&mut self, gseq: u64, payload: Vec<u8>, held: Duration) {
+        self.seen_ahead.insert(gseq);
+        self.counters.delivered_early += 1;
+        self.emit(gseq, payload, true, held);
+    }
+
+    /// Removes held packet `gseq`, with its `waiting` entry if it has one.
+    fn take_held(&mut self, gseq: u64) -> Option<Held> {
+        let h = self.held.remove(&gseq)?;
+        if let Some(w) = h.waits_on {
+            self.waiting.remove(&w);
+        }
         self.held_bytes -= h.payload.len();
-        h
+        Some(h)
     }
 
     /// Releases the held packets whose flow's previous packet `next` has
@@ -504,7 +509,7 @@ impl Resequencer {
                     h.waits_on = None;
                 }
             } else {
-                let h = self.take_held(w);
+                let h = self.take_held(w.2).expect("every waiter is held");
                 self.deliver_early(now, w.2, h.payload, now - h.arrived);
             }
         }
@@ -514,11 +519,7 @@ impl Resequencer {
     /// passing numbers delivered ahead.
     fn release_in_order(&mut self, now: Instant) {
         loop {
-            if let Some(h) = self.held.remove(&self.next) {
-                if let Some(w) = h.waits_on {
-                    self.waiting.remove(&w);
-                }
-                self.held_bytes -= h.payload.len();
+            if let Some(h) = self.take_held(self.next) {
                 let gseq = self.next;
                 self.next += 1;
                 self.expiries = 0;
