@@ -270,6 +270,26 @@ impl Controller for Bbr {
 mod tests {
     use super::*;
 
+    /// An acknowledgement of one MSS, not app-limited: `delivered` bytes in
+    /// all, `prior` of them when the packet left, `in_flight` MSS in flight.
+    fn full_ack(
+        rate: Option<f64>,
+        rtt: Duration,
+        prior: u64,
+        delivered: u64,
+        in_flight: u64,
+    ) -> AckSample {
+        AckSample {
+            bytes: MSS,
+            rtt: Some(rtt),
+            delivery_rate_bps: rate,
+            app_limited: false,
+            prior_delivered: prior,
+            delivered,
+            bytes_in_flight: in_flight * MSS,
+        }
+    }
+
     /// Acks `acks` packets of a perfect path of `rate_bps` and `rtt`, one
     /// MSS per packet time, each sent when `lag` MSS had been delivered
     /// before it, with `in_flight` MSS in flight; the time of the last ack.
@@ -288,15 +308,7 @@ mod tests {
             delivered += MSS;
             c.on_ack(
                 now,
-                &AckSample {
-                    bytes: MSS,
-                    rtt: Some(rtt),
-                    delivery_rate_bps: Some(rate_bps),
-                    app_limited: false,
-                    prior_delivered: prior,
-                    delivered,
-                    bytes_in_flight: in_flight * MSS,
-                },
+                &full_ack(Some(rate_bps), rtt, prior, delivered, in_flight),
             );
         }
         now
@@ -336,18 +348,7 @@ mod tests {
                 now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
                 let prior = delivered.saturating_sub(20 * MSS);
                 delivered += MSS;
-                c.on_ack(
-                    now,
-                    &AckSample {
-                        bytes: MSS,
-                        rtt: Some(rtt),
-                        delivery_rate_bps: Some(rate),
-                        app_limited: false,
-                        prior_delivered: prior,
-                        delivered,
-                        bytes_in_flight: 20 * MSS,
-                    },
-                );
+                c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, 20));
             }
             c.mode
         };
@@ -372,18 +373,7 @@ mod tests {
             now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
             let prior = delivered.saturating_sub(17 * MSS);
             delivered += MSS;
-            c.on_ack(
-                now,
-                &AckSample {
-                    bytes: MSS,
-                    rtt: Some(rtt),
-                    delivery_rate_bps: Some(rate),
-                    app_limited: false,
-                    prior_delivered: prior,
-                    delivered,
-                    bytes_in_flight: 16 * MSS,
-                },
-            );
+            c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, 16));
             if c.mode == Mode::ProbeBw && phases.last() != Some(&c.cycle_index) {
                 phases.push(c.cycle_index);
                 changed_at.push(now);
@@ -401,18 +391,8 @@ mod tests {
 
     /// One ack of one MSS at `now`, `delivered` bytes in all; a round is 20 packets.
     fn ack_one(c: &mut Bbr, now: Instant, delivered: u64, rate: Option<f64>, rtt: Duration) {
-        c.on_ack(
-            now,
-            &AckSample {
-                bytes: MSS,
-                rtt: Some(rtt),
-                delivery_rate_bps: rate,
-                app_limited: false,
-                prior_delivered: delivered.saturating_sub(20 * MSS),
-                delivered,
-                bytes_in_flight: 10 * MSS,
-            },
-        );
+        let prior = delivered.saturating_sub(20 * MSS);
+        c.on_ack(now, &full_ack(rate, rtt, prior, delivered, 10));
     }
 
     #[test]

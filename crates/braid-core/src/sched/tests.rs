@@ -458,10 +458,15 @@ fn schedulers_take_up_to_max_paths() {
 /// BATCP's first decision for a cheap path 0 (its turn first: loads 10 : 1
 /// with `cost_weight=0.9` at equal rates) and a dear path 1 that can send.
 fn batcp_first(cheap: PathView, backlog: u64) -> Decision {
+    cheap_and_dear_batcp().pick(&ctx(&[cheap, view(1)], backlog))
+}
+
+/// BATCP with `cost_weight=0.9` over a cheap path 0 and a path 1 ten times
+/// as dear.
+fn cheap_and_dear_batcp() -> Box<dyn Scheduler> {
     let mut infos = infos(2);
     infos[1].cost = 10.0;
-    let mut s = build("batcp:cost_weight=0.9", &infos).unwrap();
-    s.pick(&ctx(&[cheap, view(1)], backlog))
+    build("batcp:cost_weight=0.9", &infos).unwrap()
 }
 
 #[test]
@@ -508,9 +513,7 @@ fn batcp_skips_suspect_and_stalled_paths_while_others_are_healthy() {
     assert_eq!(batcp_first(suspect, 1_400), dear);
     assert_eq!(batcp_first(stalled, 1_400), dear);
     // With no healthy path, any path that can send takes its turn.
-    let mut infos = infos(2);
-    infos[1].cost = 10.0;
-    let mut s = build("batcp:cost_weight=0.9", &infos).unwrap();
+    let mut s = cheap_and_dear_batcp();
     let both = [
         PathView {
             suspect: true,
