@@ -528,27 +528,40 @@ mod tests {
         assert!(p.pacing_ready_at() < ready + ms(10));
     }
 
-    /// A controller with a fixed pacing rate and an open window, so the
-    /// path's own pacing arithmetic can be checked to the nanosecond.
-    #[derive(Debug)]
-    struct FixedPacing(Option<f64>);
+    /// A controller with a fixed pacing rate (and rate estimate) and an
+    /// open window, which keeps every sample the path hands it: the path's
+    /// own arithmetic can be checked to the nanosecond.
+    #[derive(Debug, Default)]
+    struct FixedPacing {
+        rate: Option<f64>,
+        acks: std::sync::Arc<std::sync::Mutex<Vec<crate::cc::AckSample>>>,
+    }
+
+    fn fixed_pacing(rate: Option<f64>) -> Box<FixedPacing> {
+        Box::new(FixedPacing {
+            rate,
+            ..FixedPacing::default()
+        })
+    }
 
     impl crate::cc::Controller for FixedPacing {
         fn name(&self) -> &'static str {
             "fixed"
         }
         fn on_sent(&mut self, _: Instant, _: u64, _: u64) {}
-        fn on_ack(&mut self, _: Instant, _: &crate::cc::AckSample) {}
+        fn on_ack(&mut self, _: Instant, ack: &crate::cc::AckSample) {
+            self.acks.lock().unwrap().push(*ack);
+        }
         fn on_loss(&mut self, _: Instant, _: Instant, _: u64, _: u64) {}
         fn on_timeout(&mut self, _: Instant) {}
         fn cwnd_bytes(&self) -> u64 {
             1 << 30
         }
         fn pacing_rate_bps(&self) -> Option<f64> {
-            self.0
+            self.rate
         }
         fn bandwidth_bps(&self, _: Option<Duration>) -> Option<f64> {
-            self.0
+            self.rate
         }
     }
 
@@ -556,16 +569,16 @@ mod tests {
     fn pacing_gap_is_bits_over_rate_and_zero_rates_do_not_pace() {
         let t0 = Instant::from_nanos(1_000_000_000);
         // 1,000 bytes at 8 Mbit/s: 1 ms.
-        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(Some(8e6))));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(8e6)));
         p.on_sent(t0, 0, 1000, false);
         assert_eq!(p.pacing_ready_at(), t0 + Duration::from_millis(1));
         // A controller reporting a zero rate does not pace (and a zero
         // rate limit is no limit): the next packet may leave at once.
-        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(Some(0.0))));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(0.0)));
         p.set_rate_limit(Some(0));
         p.on_sent(t0, 0, 1000, false);
         assert!(p.can_send(t0, 1000));
-        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(None)));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(None));
         p.set_rate_limit(Some(0));
         p.on_sent(t0, 0, 1000, false);
         assert!(p.can_send(t0, 1000));
@@ -575,8 +588,7 @@ mod tests {
     fn pacing_credit_makes_up_for_lateness_but_not_for_idleness() {
         let t0 = Instant::from_nanos(1_000_000_000);
         let ms = Duration::from_millis;
-        let mut p =
-            PathSender::new(0, 1.0, Box::new(FixedPacing(Some(8e6)))).with_pacing_credit(ms(3));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(8e6))).with_pacing_credit(ms(3));
         // Idle: no credit, the gap counts from now.
         p.on_sent(t0, 0, 1000, false);
         assert_eq!(p.pacing_ready_at(), t0 + ms(1));
@@ -587,44 +599,18 @@ mod tests {
         assert_eq!(p.bytes_in_flight(), 2000);
     }
 
-    /// Keeps every sample a path hands its controller.
-    #[derive(Debug, Default)]
-    struct Recording(std::sync::Arc<std::sync::Mutex<Vec<crate::cc::AckSample>>>);
-
-    impl crate::cc::Controller for Recording {
-        fn name(&self) -> &'static str {
-            "recording"
-        }
-        fn on_sent(&mut self, _: Instant, _: u64, _: u64) {}
-        fn on_ack(&mut self, _: Instant, ack: &crate::cc::AckSample) {
-            self.0.lock().unwrap().push(*ack);
-        }
-        fn on_loss(&mut self, _: Instant, _: Instant, _: u64, _: u64) {}
-        fn on_timeout(&mut self, _: Instant) {}
-        fn cwnd_bytes(&self) -> u64 {
-            1 << 30
-        }
-        fn pacing_rate_bps(&self) -> Option<f64> {
-            None
-        }
-        fn bandwidth_bps(&self, _: Option<Duration>) -> Option<f64> {
-            None
-        }
-    }
-
     #[test]
     fn an_ack_hands_the_controller_bytes_delivery_and_rate() {
-        let recording = Recording::default();
-        let samples = recording.0.clone();
-        let p_samples = recording.0.clone();
-        let mut p = PathSender::new(0, 1.0, Box::new(recording));
+        let cc = fixed_pacing(None);
+        let acks = cc.acks.clone();
+        let mut p = PathSender::new(0, 1.0, cc);
         let t0 = Instant::from_nanos(1_000_000_000);
         for g in 0..3 {
             p.on_sent(t0, g, 1000, false);
         }
         // All three acknowledged 20 ms later: 3,000 bytes in 20 ms.
         p.on_ack(t0 + Duration::from_millis(20), &ack(2, 0b11), &mut None);
-        let samples = samples.lock().unwrap();
+        let samples = acks.lock().unwrap();
         let [s] = samples.as_slice() else {
             panic!("one sample per ack, got {}", samples.len());
         };
@@ -643,7 +629,7 @@ mod tests {
             p.on_sent(t1, g, 1000, false);
         }
         p.on_ack(t1 + Duration::from_millis(20), &ack(4, 0b1), &mut None);
-        let samples = p_samples.lock().unwrap();
+        let samples = acks.lock().unwrap();
         let s = samples.last().unwrap();
         assert_eq!((s.prior_delivered, s.delivered), (3000, 5000));
         assert_eq!(s.delivery_rate_bps, Some(0.8e6));
@@ -670,7 +656,7 @@ mod tests {
 
     #[test]
     fn a_silence_keeps_only_what_late_acks_can_still_reach() {
-        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(None)));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(None));
         let t0 = Instant::from_nanos(1_000_000_000);
         for g in 0..200 {
             p.on_sent(t0, g, 1000, false);
