@@ -848,3 +848,21 @@ proptest! {
         prop_assert!(r.waiting.is_empty());
     }
 }
+
+#[test]
+fn a_skip_notice_rearms_the_hole_timer_for_the_next_hole() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 1, vec![], None, FlowLink::Unknown);
+    r.push(at(4), 3, vec![], None, FlowLink::Unknown);
+    assert_eq!(r.poll_timeout(), Some(at(10)));
+    // The sender dropped 0: 1 goes, and hole 2 heads the line from 6 ms,
+    // with its own full timeout.
+    r.skip(at(6), 0, 1);
+    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
+    assert_eq!(r.poll_timeout(), Some(at(16)));
+    // It dropped 2 as well: no hole is left, and no hole timer.
+    r.skip(at(7), 2, 1);
+    assert_eq!(gseqs(&drain(&mut r)), vec![3]);
+    assert_eq!(r.timer, None);
+}
