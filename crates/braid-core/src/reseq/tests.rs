@@ -441,6 +441,29 @@ fn late_packets_split_skipped_ranges_and_duplicates_stay_duplicates() {
     assert!(d.iter().all(|d| !d.in_order));
     assert_eq!(r.counters.duplicates, 2);
     assert_eq!(r.counters.delivered_late, 4);
+    // 0..10 less 4, then 0 (its first), 9 (its last), 5 (first of 5..9):
+    // no empty range is left behind to count against the range cap.
+    let ranges: Vec<(u64, u64)> = r.skipped.iter().map(|(&s, &(e, _))| (s, e)).collect();
+    assert_eq!(ranges, vec![(1, 4), (6, 9)]);
+}
+
+#[test]
+fn numbers_delivered_ahead_keep_a_hole_open_up_to_skip_memory() {
+    let mut r = Resequencer::new(ReseqConfig {
+        mode: ReseqMode::PassThrough,
+        ..ReseqConfig::default()
+    });
+    // Hole at 0; 1..=SKIP_MEMORY delivered ahead of it.
+    for g in 1..=SKIP_MEMORY {
+        r.push(at(0), g, vec![], None, FlowLink::Unknown);
+    }
+    assert_eq!(drain(&mut r).len() as u64, SKIP_MEMORY);
+    assert_eq!((r.next, r.counters.skipped), (0, 0));
+    // One more and the hole is given up: everything ahead is passed.
+    r.push(at(0), SKIP_MEMORY + 1, vec![], None, FlowLink::Unknown);
+    assert_eq!(gseqs(&drain(&mut r)), vec![SKIP_MEMORY + 1]);
+    assert_eq!((r.next, r.counters.skipped), (SKIP_MEMORY + 2, 1));
+    assert!(r.seen_ahead.is_empty());
 }
 
 #[test]
