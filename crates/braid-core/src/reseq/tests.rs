@@ -443,8 +443,7 @@ fn late_packets_split_skipped_ranges_and_duplicates_stay_duplicates() {
     assert_eq!(r.counters.delivered_late, 4);
     // 0..10 less 4, then 0 (its first), 9 (its last), 5 (first of 5..9):
     // no empty range is left behind to count against the range cap.
-    let ranges: Vec<(u64, u64)> = r.skipped.iter().map(|(&s, &(e, _))| (s, e)).collect();
-    assert_eq!(ranges, vec![(1, 4), (6, 9)]);
+    assert_eq!(skipped_ranges(&r), vec![(1, 4), (6, 9)]);
 }
 
 #[test]
@@ -888,4 +887,58 @@ fn a_skip_notice_rearms_the_hole_timer_for_the_next_hole() {
     r.skip(at(7), 2, 1);
     assert_eq!(gseqs(&drain(&mut r)), vec![3]);
     assert_eq!(r.timer, None);
+}
+
+fn skipped_ranges(r: &Resequencer) -> Vec<(u64, u64)> {
+    r.skipped.iter().map(|(&s, &(e, _))| (s, e)).collect()
+}
+
+#[test]
+fn skips_are_remembered_for_skip_memory_numbers_below_the_delivery_point() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.skip(at(0), 0, 10);
+    r.push(at(0), 10, vec![], None, FlowLink::Unknown);
+    r.skip(at(0), 11, SKIP_MEMORY as u32);
+    // next = 11 + SKIP_MEMORY: the memory starts at 11, so 0..10 is gone.
+    assert_eq!(r.next, 11 + SKIP_MEMORY);
+    assert_eq!(skipped_ranges(&r), vec![(11, 11 + SKIP_MEMORY)]);
+    r.skip(at(0), 11 + SKIP_MEMORY, 3);
+    // Three more: the memory starts at 14, inside the older range.
+    assert_eq!(
+        skipped_ranges(&r),
+        vec![(14, 11 + SKIP_MEMORY), (11 + SKIP_MEMORY, 14 + SKIP_MEMORY)]
+    );
+    // A late copy of a forgotten skip is a duplicate; one remembered is late.
+    for g in [5, 12, 14] {
+        r.push(at(1), g, vec![], None, FlowLink::Unknown);
+    }
+    assert_eq!(gseqs(&drain(&mut r)), vec![10, 14]);
+    assert_eq!((r.counters.duplicates, r.counters.delivered_late), (2, 1));
+}
+
+#[test]
+fn skips_are_remembered_in_at_most_max_skipped_ranges() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // One skipped number, one delivered, over and over: separate ranges.
+    let n = MAX_SKIPPED_RANGES as u64 + 1;
+    for i in 0..n {
+        r.skip(at(0), 2 * i, 1);
+        r.push(at(0), 2 * i + 1, vec![], None, FlowLink::Unknown);
+    }
+    assert_eq!(r.skipped.len(), MAX_SKIPPED_RANGES);
+    assert_eq!(skipped_ranges(&r)[0], (2, 3));
+    assert_eq!(r.counters.skipped, n);
+}
+
+#[test]
+fn passing_a_number_delivered_ahead_records_no_empty_skip() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // 1 is its flow's first packet: delivered ahead of hole 0.
+    r.push(at(0), 1, vec![], None, FlowLink::First);
+    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
+    // 0 was dropped by the sender: skipped; 1 is passed, not skipped.
+    r.skip(at(1), 0, 1);
+    assert_eq!(r.next, 2);
+    assert_eq!(skipped_ranges(&r), vec![(0, 1)]);
+    assert_eq!(r.counters.skipped, 1);
 }
