@@ -959,20 +959,21 @@ fn a_held_byte_count_of_exactly_max_bytes_is_kept() {
 #[test]
 fn entries_of_packets_released_out_of_line_are_dropped_past_twice_the_held() {
     let mut r = Resequencer::new(ReseqConfig::default());
-    // Hole 0; 1 000 is held behind it throughout.
+    // Hole 0; 1 000 and 1 001 are held behind it throughout.
     r.push(at(0), 1_000, vec![], None, FlowLink::Unknown);
+    r.push(at(0), 1_001, vec![], None, FlowLink::Unknown);
     let mut lens = Vec::new();
     for i in 0..40 {
         // b waits for its flow's a; a arrives first of its flow and both go
-        // ahead of the hole, leaving b's arrival entry behind 1 000's.
+        // ahead of the hole, leaving b's arrival entry behind the others.
         let (a, b) = (2 + 2 * i, 3 + 2 * i);
         r.push(at(0), b, vec![], None, FlowLink::After(a));
         r.push(at(0), a, vec![], None, FlowLink::First);
         lens.push(r.arrivals.len());
     }
-    assert_eq!(r.held.len(), 1);
-    // The check runs as b is pushed, with 1 000 and b held: entries pile up
-    // to 2 * 2 + 16 = 20, and the push that makes them 21 keeps the 2 live.
-    let expect: Vec<usize> = (0..40).map(|i| 2 + i % 19).collect();
+    assert_eq!(r.held.len(), 2);
+    // The check runs as b is pushed, with three held: entries pile up to
+    // 2 * 3 + 16 = 22, and the push that makes them 23 keeps the 3 live.
+    let expect: Vec<usize> = (0..40).map(|i| 3 + i % 20).collect();
     assert_eq!(lens, expect);
 }
