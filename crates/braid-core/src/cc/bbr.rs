@@ -24,7 +24,13 @@ use crate::time::Instant;
 
 /// 2/ln(2): the smallest gain that doubles the delivery rate each round.
 const STARTUP_GAIN: f64 = 2.885;
+/// ProbeBW's gain cycle, one phase per minimum RTT: a probe, a drain of
+/// what the probe queued, then cruising. Its mean gain is 1 over any
+/// whole cycle of 3 to 8 phases (see [`Bbr::with_probe_bw_phases`]).
 const CYCLE_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// Fewest ProbeBW phases: a probe, a drain and the cruise phase that
+/// Drain hands over to.
+const MIN_CYCLE_PHASES: usize = 3;
 /// Data in flight in ProbeBW, in bandwidth-delay products: enough for the
 /// 1.25 probe. BBR v1's 2 lets up to one BDP wait at the bottleneck, which
 /// overflows a link buffer of one BDP (the lab's and the simulator's
@@ -74,6 +80,8 @@ pub struct Bbr {
     full_bw: f64,
     full_bw_rounds: u32,
     cycle_index: usize,
+    /// Phases of [`CYCLE_GAINS`] ProbeBW goes through: a probe every this many minimum RTTs.
+    cycle_phases: usize,
     cycle_stamp: Instant,
     /// Bandwidth estimate when the current gain phase began.
     cycle_start_bw: f64,
@@ -100,11 +108,24 @@ impl Bbr {
             full_bw: 0.0,
             full_bw_rounds: 0,
             cycle_index: 0,
+            cycle_phases: CYCLE_GAINS.len(),
             cycle_stamp: Instant::ZERO,
             cycle_start_bw: 0.0,
             probe_start_bw: 0.0,
             cwnd: INITIAL_CWND,
         }
+    }
+
+    /// Probes for bandwidth every `phases` minimum RTTs (3 to 8, BBR v1's
+    /// 8 by default) instead: the cycle keeps its probe and drain and
+    /// drops cruise phases, so its mean gain stays 1 and no standing
+    /// queue builds. A probe finds at most a quarter more, so a shorter
+    /// cycle follows a path whose rate climbs (a cellular link leaving a
+    /// fade) in fewer round trips, at the price of a probe's queue more
+    /// often.
+    pub fn with_probe_bw_phases(mut self, phases: usize) -> Bbr {
+        self.cycle_phases = phases.clamp(MIN_CYCLE_PHASES, CYCLE_GAINS.len());
+        self
     }
 
     fn pacing_gain(&self) -> f64 {
@@ -161,7 +182,7 @@ impl Bbr {
                             1
                         }
                         1 if bw >= self.probe_start_bw * 1.1 => 0,
-                        i => (i + 1) % CYCLE_GAINS.len(),
+                        i => (i + 1) % self.cycle_phases,
                     };
                     self.cycle_stamp = now;
                     self.cycle_start_bw = bw;
