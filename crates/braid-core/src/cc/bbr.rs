@@ -378,13 +378,10 @@ mod tests {
         assert_eq!(run(1.50), Mode::Startup);
     }
 
-    /// In ProbeBW the gain cycle moves one phase per minimum RTT through
-    /// all eight phases, probing (phase 0) then draining (phase 1).
-    #[test]
-    fn probe_bw_cycles_through_every_phase_once_per_round_trip() {
-        let rtt = Duration::from_millis(20);
+    /// ProbeBW phases a 10 Mbit/s, 20 ms path goes through in 2.4 s, and
+    /// when each began.
+    fn phases_seen(mut c: Bbr) -> (Vec<usize>, Vec<Instant>) {
         let rate = 10e6;
-        let mut c = Bbr::new();
         let mut now = Instant::from_nanos(0);
         let mut delivered = 0u64;
         let mut phases: Vec<usize> = Vec::new();
@@ -394,20 +391,100 @@ mod tests {
             now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
             let prior = delivered.saturating_sub(17 * MSS);
             delivered += MSS;
-            c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, 16));
+            let ack = full_ack(Some(rate), Duration::from_millis(20), prior, delivered, 16);
+            c.on_ack(now, &ack);
             if c.mode == Mode::ProbeBw && phases.last() != Some(&c.cycle_index) {
                 phases.push(c.cycle_index);
                 changed_at.push(now);
             }
         }
+        (phases, changed_at)
+    }
+
+    /// In ProbeBW the gain cycle moves one phase per minimum RTT through
+    /// all eight phases, probing (phase 0) then draining (phase 1).
+    #[test]
+    fn probe_bw_cycles_through_every_phase_once_per_round_trip() {
+        let (phases, changed_at) = phases_seen(Bbr::new());
         // 2.4 s: two full cycles of 8 x 20 ms after Startup and Drain.
         let cycle: Vec<usize> = (2..8).chain(0..8).chain(0..2).collect();
         assert!(phases.len() >= cycle.len(), "{phases:?}");
         assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
         // Each phase lasts a minimum RTT.
         for w in changed_at[1..].windows(2) {
-            assert!(w[1] - w[0] >= rtt, "a phase of {:?}", w[1] - w[0]);
+            assert!(
+                w[1] - w[0] >= Duration::from_millis(20),
+                "a phase of {:?}",
+                w[1] - w[0]
+            );
         }
+    }
+
+    /// A shorter cycle keeps the probe and the drain and drops cruise
+    /// phases, so its mean gain is still 1; it is bounded to 3..=8 phases.
+    #[test]
+    fn a_short_cycle_probes_more_often_and_stays_balanced() {
+        let (phases, _) = phases_seen(Bbr::new().with_probe_bw_phases(3));
+        let cycle: Vec<usize> = [2, 0, 1].repeat(10);
+        assert!(phases.len() >= cycle.len(), "{phases:?}");
+        assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
+        for n in MIN_CYCLE_PHASES..=CYCLE_GAINS.len() {
+            let mean = CYCLE_GAINS[..n].iter().sum::<f64>() / n as f64;
+            assert!((mean - 1.0).abs() < 1e-12, "{n} phases: mean gain {mean}");
+        }
+        assert_eq!(Bbr::new().with_probe_bw_phases(1).cycle_phases, 3);
+        assert_eq!(Bbr::new().with_probe_bw_phases(20).cycle_phases, 8);
+    }
+
+    /// Time until the estimate of a 40 ms path reaches 95 % of its rate
+    /// after the rate doubles from 10 to 20 Mbit/s. The path delivers what
+    /// the controller paced a round trip earlier, up to its rate, so only
+    /// a probe (gain above 1) can show that more is there, as on a
+    /// cellular link leaving a fade.
+    fn time_to_follow_a_doubling(mut c: Bbr, step: Instant) -> Duration {
+        let rtt = Duration::from_millis(40);
+        let mut now = Instant::from_nanos(0);
+        let mut delivered = 0u64;
+        // (sent at, rate it was paced at), oldest first.
+        let mut sent: std::collections::VecDeque<(Instant, f64)> = Default::default();
+        while now < step + Duration::from_secs(10) {
+            let capacity = if now < step { 10e6 } else { 20e6 };
+            sent.push_back((now, c.pacing_rate_bps().unwrap()));
+            while sent.len() > 1 && sent[1].0 + rtt <= now {
+                sent.pop_front();
+            }
+            let rate = sent[0].1.min(capacity);
+            now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+            // A round trip's worth of packets at that rate is in flight.
+            let in_flight = (rate * rtt.as_secs_f64() / 8.0) as u64 / MSS;
+            let prior = delivered.saturating_sub(in_flight * MSS);
+            delivered += MSS;
+            c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, in_flight));
+            if now > step && c.bandwidth_bps(None).unwrap() >= 0.95 * 20e6 {
+                return now - step;
+            }
+        }
+        panic!("the estimate never reached the new rate");
+    }
+
+    /// The reliable stream's cycle of 3 (see `stream::path`) finds a
+    /// doubled rate sooner than BBR v1's cycle of 8, wherever in the
+    /// cycle the rate rises: it waits at most 2 phases for a probe, not 7.
+    #[test]
+    fn a_short_cycle_follows_a_rising_rate_sooner() {
+        // The rate doubles at 3 s plus 0 to 7 phases of 40 ms.
+        let steps = (0..8u64).map(|k| Instant::from_nanos(3_000_000_000 + k * 40_000_000));
+        let worst = |phases: usize| {
+            steps
+                .clone()
+                .map(|step| {
+                    time_to_follow_a_doubling(Bbr::new().with_probe_bw_phases(phases), step)
+                })
+                .max()
+                .unwrap()
+        };
+        let (v1, short) = (worst(8), worst(3));
+        assert!(short * 3 < v1 * 2, "8 phases: {v1:?}, 3 phases: {short:?}");
     }
 
     /// One ack of one MSS at `now`, `delivered` bytes in all; a round is 20 packets.
