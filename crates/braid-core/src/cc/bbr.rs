@@ -24,7 +24,13 @@ use crate::time::Instant;
 
 /// 2/ln(2): the smallest gain that doubles the delivery rate each round.
 const STARTUP_GAIN: f64 = 2.885;
+/// ProbeBW's gain cycle, one phase per minimum RTT: a probe, a drain of
+/// what the probe queued, then cruising. Its mean gain is 1 over any
+/// whole cycle of 3 to 8 phases (see [`Bbr::with_probe_bw_phases`]).
 const CYCLE_GAINS: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// Fewest ProbeBW phases: a probe, a drain and the cruise phase that
+/// Drain hands over to.
+const MIN_CYCLE_PHASES: usize = 3;
 /// Data in flight in ProbeBW, in bandwidth-delay products: enough for the
 /// 1.25 probe. BBR v1's 2 lets up to one BDP wait at the bottleneck, which
 /// overflows a link buffer of one BDP (the lab's and the simulator's
@@ -74,6 +80,8 @@ pub struct Bbr {
     full_bw: f64,
     full_bw_rounds: u32,
     cycle_index: usize,
+    /// Phases of [`CYCLE_GAINS`] ProbeBW goes through: a probe every this many minimum RTTs.
+    cycle_phases: usize,
     cycle_stamp: Instant,
     /// Bandwidth estimate when the current gain phase began.
     cycle_start_bw: f64,
@@ -100,11 +108,24 @@ impl Bbr {
             full_bw: 0.0,
             full_bw_rounds: 0,
             cycle_index: 0,
+            cycle_phases: CYCLE_GAINS.len(),
             cycle_stamp: Instant::ZERO,
             cycle_start_bw: 0.0,
             probe_start_bw: 0.0,
             cwnd: INITIAL_CWND,
         }
+    }
+
+    /// Probes for bandwidth every `phases` minimum RTTs (3 to 8, BBR v1's
+    /// 8 by default) instead: the cycle keeps its probe and drain and
+    /// drops cruise phases, so its mean gain stays 1 and no standing
+    /// queue builds. A probe finds at most a quarter more, so a shorter
+    /// cycle follows a path whose rate climbs (a cellular link leaving a
+    /// fade) in fewer round trips, at the price of a probe's queue more
+    /// often.
+    pub fn with_probe_bw_phases(mut self, phases: usize) -> Bbr {
+        self.cycle_phases = phases.clamp(MIN_CYCLE_PHASES, CYCLE_GAINS.len());
+        self
     }
 
     fn pacing_gain(&self) -> f64 {
@@ -161,7 +182,7 @@ impl Bbr {
                             1
                         }
                         1 if bw >= self.probe_start_bw * 1.1 => 0,
-                        i => (i + 1) % CYCLE_GAINS.len(),
+                        i => (i + 1) % self.cycle_phases,
                     };
                     self.cycle_stamp = now;
                     self.cycle_start_bw = bw;
@@ -357,13 +378,10 @@ mod tests {
         assert_eq!(run(1.50), Mode::Startup);
     }
 
-    /// In ProbeBW the gain cycle moves one phase per minimum RTT through
-    /// all eight phases, probing (phase 0) then draining (phase 1).
-    #[test]
-    fn probe_bw_cycles_through_every_phase_once_per_round_trip() {
-        let rtt = Duration::from_millis(20);
+    /// ProbeBW phases a 10 Mbit/s, 20 ms path goes through in 2.4 s, and
+    /// when each began.
+    fn phases_seen(mut c: Bbr) -> (Vec<usize>, Vec<Instant>) {
         let rate = 10e6;
-        let mut c = Bbr::new();
         let mut now = Instant::from_nanos(0);
         let mut delivered = 0u64;
         let mut phases: Vec<usize> = Vec::new();
@@ -373,20 +391,100 @@ mod tests {
             now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
             let prior = delivered.saturating_sub(17 * MSS);
             delivered += MSS;
-            c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, 16));
+            let ack = full_ack(Some(rate), Duration::from_millis(20), prior, delivered, 16);
+            c.on_ack(now, &ack);
             if c.mode == Mode::ProbeBw && phases.last() != Some(&c.cycle_index) {
                 phases.push(c.cycle_index);
                 changed_at.push(now);
             }
         }
+        (phases, changed_at)
+    }
+
+    /// In ProbeBW the gain cycle moves one phase per minimum RTT through
+    /// all eight phases, probing (phase 0) then draining (phase 1).
+    #[test]
+    fn probe_bw_cycles_through_every_phase_once_per_round_trip() {
+        let (phases, changed_at) = phases_seen(Bbr::new());
         // 2.4 s: two full cycles of 8 x 20 ms after Startup and Drain.
         let cycle: Vec<usize> = (2..8).chain(0..8).chain(0..2).collect();
         assert!(phases.len() >= cycle.len(), "{phases:?}");
         assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
         // Each phase lasts a minimum RTT.
         for w in changed_at[1..].windows(2) {
-            assert!(w[1] - w[0] >= rtt, "a phase of {:?}", w[1] - w[0]);
+            assert!(
+                w[1] - w[0] >= Duration::from_millis(20),
+                "a phase of {:?}",
+                w[1] - w[0]
+            );
         }
+    }
+
+    /// A shorter cycle keeps the probe and the drain and drops cruise
+    /// phases, so its mean gain is still 1; it is bounded to 3..=8 phases.
+    #[test]
+    fn a_short_cycle_probes_more_often_and_stays_balanced() {
+        let (phases, _) = phases_seen(Bbr::new().with_probe_bw_phases(3));
+        let cycle: Vec<usize> = [2, 0, 1].repeat(10);
+        assert!(phases.len() >= cycle.len(), "{phases:?}");
+        assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
+        for n in MIN_CYCLE_PHASES..=CYCLE_GAINS.len() {
+            let mean = CYCLE_GAINS[..n].iter().sum::<f64>() / n as f64;
+            assert!((mean - 1.0).abs() < 1e-12, "{n} phases: mean gain {mean}");
+        }
+        assert_eq!(Bbr::new().with_probe_bw_phases(1).cycle_phases, 3);
+        assert_eq!(Bbr::new().with_probe_bw_phases(20).cycle_phases, 8);
+    }
+
+    /// Time until the estimate of a 40 ms path reaches 95 % of its rate
+    /// after the rate doubles from 10 to 20 Mbit/s. The path delivers what
+    /// the controller paced a round trip earlier, up to its rate, so only
+    /// a probe (gain above 1) can show that more is there, as on a
+    /// cellular link leaving a fade.
+    fn time_to_follow_a_doubling(mut c: Bbr, step: Instant) -> Duration {
+        let rtt = Duration::from_millis(40);
+        let mut now = Instant::from_nanos(0);
+        let mut delivered = 0u64;
+        // (sent at, rate it was paced at), oldest first.
+        let mut sent: std::collections::VecDeque<(Instant, f64)> = Default::default();
+        while now < step + Duration::from_secs(10) {
+            let capacity = if now < step { 10e6 } else { 20e6 };
+            sent.push_back((now, c.pacing_rate_bps().unwrap()));
+            while sent.len() > 1 && sent[1].0 + rtt <= now {
+                sent.pop_front();
+            }
+            let rate = sent[0].1.min(capacity);
+            now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+            // A round trip's worth of packets at that rate is in flight.
+            let in_flight = (rate * rtt.as_secs_f64() / 8.0) as u64 / MSS;
+            let prior = delivered.saturating_sub(in_flight * MSS);
+            delivered += MSS;
+            c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, in_flight));
+            if now > step && c.bandwidth_bps(None).unwrap() >= 0.95 * 20e6 {
+                return now - step;
+            }
+        }
+        panic!("the estimate never reached the new rate");
+    }
+
+    /// The reliable stream's cycle of 3 (see `stream::path`) finds a
+    /// doubled rate sooner than BBR v1's cycle of 8, wherever in the
+    /// cycle the rate rises: it waits at most 2 phases for a probe, not 7.
+    #[test]
+    fn a_short_cycle_follows_a_rising_rate_sooner() {
+        // The rate doubles at 3 s plus 0 to 7 phases of 40 ms.
+        let steps = (0..8u64).map(|k| Instant::from_nanos(3_000_000_000 + k * 40_000_000));
+        let worst = |phases: usize| {
+            steps
+                .clone()
+                .map(|step| {
+                    time_to_follow_a_doubling(Bbr::new().with_probe_bw_phases(phases), step)
+                })
+                .max()
+                .unwrap()
+        };
+        let (v1, short) = (worst(8), worst(3));
+        assert!(short * 3 < v1 * 2, "8 phases: {v1:?}, 3 phases: {short:?}");
     }
 
     /// One ack of one MSS at `now`, `delivered` bytes in all; a round is 20 packets.

@@ -9,7 +9,7 @@ use super::error::{code, StreamError};
 use super::frame::{DataAck, Frame, PacketWriter, Segment, StreamPacket};
 use super::frame::{DATA_PACKET_OVERHEAD, MAX_SEGMENT_DATA};
 use super::outstanding::{Outstanding, SentSegment};
-use super::path::{Fate, StreamPath};
+use super::path::{self, Fate, StreamPath};
 use super::receive_window::{Arrival, ReceiveWindow};
 use super::recv::{ReadOutcome, RecvStream};
 use super::send::SendStream;
@@ -130,7 +130,7 @@ impl Connection {
             .iter()
             .take(MAX_PATHS)
             .enumerate()
-            .map(|(i, cc)| StreamPath::new(i as u8, cc.build(), config.pacing_credit))
+            .map(|(i, &cc)| StreamPath::new(i as u8, path::controller(cc), config.pacing_credit))
             .collect();
         Connection {
             window: ReceiveWindow::new(config.receive_window),
