@@ -50,6 +50,8 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         delivered: 1234,
         send_queue_bytes: 3000,
         send_dropped: 5,
+        send_reinjected: 0,
+        send_reinjected_bytes: 0,
         drops: DropCounters::default(),
     });
     s["drops"] = json!({"authentication": 3, "replayed": 1});
