@@ -11,7 +11,7 @@
             Gbit/s.
 
 Needs root, iperf3 and a release build (BRAID=target/release/braid by
-default). Every lab it makes is named `tl-*` and taken down on exit, also on
+default). Every lab it makes is named `tl-*` (`--prefix`) and taken down on exit, also on
 an error, Ctrl-C or SIGTERM; every command has a timeout. Prints one line
 per run and a summary per set.
 
@@ -148,7 +148,7 @@ def latency(args):
     for label, specs in sets:
         if args.only and not any(label.startswith(o) for o in args.only):
             continue
-        name = "tl-lat"
+        name = f"{args.prefix}-lat"
         lab_up(name, specs)
         try:
             # A first transfer warms the tunnel (the first run on a fresh
@@ -256,7 +256,7 @@ def blackout(args):
     for label, specs, cut, surviving in sets:
         if args.only and not any(label.startswith(o) for o in args.only):
             continue
-        name = "tl-blk"
+        name = f"{args.prefix}-blk"
         lab_up(name, specs)
         try:
             srv = iperf_server(name, SERVER_TUN)
@@ -358,7 +358,7 @@ def timed(argv, timeout):
 
 
 def veth(args):
-    name = "tl-veth"
+    name = f"{args.prefix}-veth"
     lab_up(name, ["direct", "direct"])
     seconds = 10
     try:
@@ -404,7 +404,11 @@ def main():
     p.add_argument("--pings", type=int, default=50, help="pings per phase (0.2 s apart)")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--only", action="append", help="run only the sets whose label starts so (repeatable)")
+    p.add_argument("--prefix", default="tl", help="labs are named PREFIX-lat, PREFIX-blk, PREFIX-veth "
+                   "(a unique prefix lets two sets run at once); at most 10 characters")
     args = p.parse_args()
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,10}", args.prefix):
+        p.error("--prefix: 1 to 10 letters, digits, '-' or '_'")
     if os.geteuid() != 0:
         sys.exit("tunnel-lab.py: needs root (network namespaces, TUN)")
     if not os.access(BRAID, os.X_OK):

@@ -268,8 +268,9 @@ impl Sender {
     /// path left out looks closed and stalled to the scheduler, and a
     /// decision naming it goes to the usable path with the smallest RTT
     /// that can send now, or waits.
+    ///
     /// What a path leaving the set had in flight is sent again on the
-    /// others (see [`Sender::reinject_from`]).
+    /// others (see `Sender::reinject_from`).
     pub fn set_usable_paths(&mut self, now: Instant, usable: PathSet) {
         let left = PathSet(self.usable.0 & !usable.0);
         self.usable = usable;
