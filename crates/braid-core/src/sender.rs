@@ -270,7 +270,9 @@ impl Sender {
     /// that can send now, or waits.
     ///
     /// What a path leaving the set had in flight is sent again on the
-    /// others (see `Sender::reinject_from`).
+    /// others (see `Sender::reinject_from`): a path taken out while it
+    /// still works (a backup once a primary is back) costs that many
+    /// duplicates, which the receiver drops.
     pub fn set_usable_paths(&mut self, now: Instant, usable: PathSet) {
         let left = PathSet(self.usable.0 & !usable.0);
         self.usable = usable;
