@@ -11,8 +11,9 @@
             Gbit/s.
 
 Needs root, iperf3 and a release build (BRAID=target/release/braid by
-default). Every lab it makes is named `tl-*` (`--prefix`) and taken down on exit, also on
-an error, Ctrl-C or SIGTERM; every command has a timeout. Prints one line
+default). Every lab it makes is named `tl-*` (LAB_PREFIX=x: `x-*`, so that
+two runs side by side do not meet) and taken down on exit, also on an error,
+Ctrl-C or SIGTERM; every command has a timeout. Prints one line
 per run and a summary per set.
 
     sudo scripts/tunnel-lab.py latency blackout veth --runs 3
@@ -29,6 +30,7 @@ import threading
 import time
 
 BRAID = os.environ.get("BRAID", "target/release/braid")
+LAB_PREFIX = os.environ.get("LAB_PREFIX", "tl")
 SERVER_TUN = "10.77.0.1"
 SERVER_ADDR = "198.19.0.1"
 LABS = []
@@ -148,7 +150,7 @@ def latency(args):
     for label, specs in sets:
         if args.only and not any(label.startswith(o) for o in args.only):
             continue
-        name = f"{args.prefix}-lat"
+        name = f"{LAB_PREFIX}-lat"
         lab_up(name, specs)
         try:
             # A first transfer warms the tunnel (the first run on a fresh
@@ -256,7 +258,7 @@ def blackout(args):
     for label, specs, cut, surviving in sets:
         if args.only and not any(label.startswith(o) for o in args.only):
             continue
-        name = f"{args.prefix}-blk"
+        name = f"{LAB_PREFIX}-blk"
         lab_up(name, specs)
         try:
             srv = iperf_server(name, SERVER_TUN)
@@ -358,7 +360,7 @@ def timed(argv, timeout):
 
 
 def veth(args):
-    name = f"{args.prefix}-veth"
+    name = f"{LAB_PREFIX}-veth"
     lab_up(name, ["direct", "direct"])
     seconds = 10
     try:
@@ -404,11 +406,7 @@ def main():
     p.add_argument("--pings", type=int, default=50, help="pings per phase (0.2 s apart)")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--only", action="append", help="run only the sets whose label starts so (repeatable)")
-    p.add_argument("--prefix", default="tl", help="labs are named PREFIX-lat, PREFIX-blk, PREFIX-veth "
-                   "(a unique prefix lets two sets run at once); at most 10 characters")
     args = p.parse_args()
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,10}", args.prefix):
-        p.error("--prefix: 1 to 10 letters, digits, '-' or '_'")
     if os.geteuid() != 0:
         sys.exit("tunnel-lab.py: needs root (network namespaces, TUN)")
     if not os.access(BRAID, os.X_OK):

@@ -32,7 +32,8 @@ fuzz_target!(|data: &[u8]| {
                     gseq: input.u64(),
                     pseq: input.u32(),
                     send_ts_us: input.u32(),
-                    prev_gap: input.u32(),
+                    prev_gap: input.u16(),
+                    flow_gap: input.u16(),
                 };
                 let len = usize::from(input_len(&mut input));
                 let mut d = Vec::new();
@@ -40,10 +41,13 @@ fuzz_target!(|data: &[u8]| {
                 vec![d]
             }
             1 => {
-                // A burst of packets on one path, numbers near `base`.
+                // A burst of packets on one path, numbers near `base`, one
+                // flow: each names the one before it, the first whatever
+                // the fuzzer says (0: no flow information).
                 base = base.wrapping_add(u64::from(input.u16()));
                 let (count, stride) = (input.u8() % 32, u64::from(input.u8() % 4) + 1);
                 let pseq = input.u32();
+                let first_flow_gap = input.u16();
                 (0..count)
                     .map(|i| {
                         let header = DataHeader {
@@ -51,7 +55,12 @@ fuzz_target!(|data: &[u8]| {
                             gseq: base.wrapping_add(u64::from(i) * stride),
                             pseq: pseq.wrapping_add(u32::from(i)),
                             send_ts_us: now.wire_micros(),
-                            prev_gap: stride as u32,
+                            prev_gap: stride as u16,
+                            flow_gap: if i == 0 {
+                                first_flow_gap
+                            } else {
+                                stride as u16
+                            },
                         };
                         let mut d = Vec::new();
                         header.append_to(&[0; 8], &mut d);

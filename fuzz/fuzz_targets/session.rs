@@ -156,9 +156,12 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             4 => {
+                // Of one of a few flows: the headers' flow gaps then link
+                // packets across the flow queue's buckets.
                 let len = usize::from(input.u16()) % 1500;
-                let _ = client.send(now, vec![0xab; len]);
-                let _ = endpoint.send(now, PeerId(0), vec![0xcd; len]);
+                let flow = u64::from(input.u8() % 8);
+                let _ = client.send_flow(now, flow, vec![0xab; len]);
+                let _ = endpoint.send_flow(now, PeerId(0), flow, vec![0xcd; len]);
             }
             5 => {
                 // Deliver, drop, duplicate or mutate one genuine datagram.

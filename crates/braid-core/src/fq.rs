@@ -97,6 +97,8 @@ pub struct FqCounters {
 pub struct Dequeued {
     pub payload: Vec<u8>,
     pub enqueued: Instant,
+    /// The bucket it came from: datagrams of one bucket leave in order.
+    pub bucket: usize,
 }
 
 #[derive(Debug)]
@@ -152,6 +154,11 @@ impl FlowQueue {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// How many buckets flows are hashed into.
+    pub fn bucket_count(&self) -> usize {
+        self.buckets.len()
     }
 
     /// Changes CoDel's interval, and its target to `target_share` of it
@@ -221,6 +228,7 @@ impl FlowQueue {
                     return Some(Dequeued {
                         payload: e.payload,
                         enqueued: e.enqueued,
+                        bucket: b,
                     });
                 }
                 None => {

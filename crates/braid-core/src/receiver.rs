@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::path::{OwdEstimator, PathSender};
-use crate::reseq::{Delivery, PathGap, ReseqConfig, Resequencer};
+use crate::reseq::{Delivery, FlowLink, PathGap, ReseqConfig, Resequencer};
 use crate::sender::Transmit;
 use crate::time::Instant;
 use crate::wire::{self, AckFrame, Frame, LossEntry, LossReport, Packet, WireError};
@@ -154,8 +154,9 @@ impl Receiver {
                 gap = Some(PathGap {
                     after: p.last_gseq,
                     lost,
-                    // The packet just before this one on the path is among the lost.
-                    last_lost: (header.prev_gap != 0)
+                    // The packet just before this one on the path is among
+                    // the lost, if the hint names it (not 0, not saturated).
+                    last_lost: (header.prev_gap != 0 && header.prev_gap != wire::GAP_SATURATED)
                         .then(|| header.gseq.checked_sub(u64::from(header.prev_gap)))
                         .flatten(),
                 });
@@ -193,7 +194,9 @@ impl Receiver {
         self.next_report
             .get_or_insert(now + self.config.report_interval);
         self.reseq.set_timeout(self.reseq_timeout(now));
-        self.reseq.push(now, header.gseq, payload.to_vec(), gap);
+        let flow = FlowLink::from_wire(header.gseq, header.flow_gap);
+        self.reseq
+            .push(now, header.gseq, payload.to_vec(), gap, flow);
         Ok(())
     }
 
@@ -305,16 +308,73 @@ mod tests {
     use crate::wire::DataHeader;
 
     fn data(gseq: u64, pseq: u32) -> Vec<u8> {
+        packet(gseq, pseq, 0, 0)
+    }
+
+    fn packet(gseq: u64, pseq: u32, prev_gap: u16, flow_gap: u16) -> Vec<u8> {
         let mut d = Vec::new();
         DataHeader {
             path: 0,
             gseq,
             pseq,
             send_ts_us: 0,
-            prev_gap: 0,
+            prev_gap,
+            flow_gap,
         }
         .append_to(&[0; 8], &mut d);
         d
+    }
+
+    fn delivered(rx: &mut Receiver) -> Vec<u64> {
+        std::iter::from_fn(|| rx.poll_deliver())
+            .map(|d| d.gseq)
+            .collect()
+    }
+
+    fn skip_notice(from: u64, count: u32) -> Vec<u8> {
+        let frame = Frame::Skip(wire::SkipFrame { from, count });
+        wire::feedback_packet(0, &[frame]).unwrap()
+    }
+
+    #[test]
+    fn a_saturated_path_hint_names_no_lost_packet() {
+        // Packet 70,000 arrives after a path loss. Its hint names the
+        // packet sent before it on the path: exactly 65,534 back, or (when
+        // saturated) somewhere at least 65,535 back, which pins nothing.
+        for (prev_gap, named_lost) in [(65_534, true), (wire::GAP_SATURATED, false)] {
+            let mut rx = Receiver::new(ReceiverConfig::new(1));
+            let t = Instant::from_nanos(1_000_000);
+            rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
+            rx.handle_datagram(t, 0, &packet(70_000, 2, prev_gap, 0))
+                .unwrap();
+            // The sender dropped 1 up to the number the hint points at
+            // unsent; that number is skipped too only if the hint names it.
+            let pointed = 70_000 - u64::from(prev_gap);
+            let count = u32::try_from(pointed - 1).unwrap();
+            rx.handle_datagram(t, 0, &skip_notice(1, count)).unwrap();
+            let skipped = rx.resequencer().counters.skipped;
+            assert_eq!(
+                skipped,
+                pointed - 1 + u64::from(named_lost),
+                "hint {prev_gap}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_flow_gap_lets_a_packet_past_another_flows_hole() {
+        let mut rx = Receiver::new(ReceiverConfig::new(1));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 0, &packet(0, 0, 0, wire::GAP_SATURATED))
+            .unwrap();
+        // 1 is another flow's, still on its way; 2 follows 0 in its flow.
+        rx.handle_datagram(t, 0, &packet(2, 1, 2, 2)).unwrap();
+        // 3 carries no flow information: it waits for 1.
+        rx.handle_datagram(t, 0, &packet(3, 2, 1, 0)).unwrap();
+        assert_eq!(delivered(&mut rx), vec![0, 2]);
+        rx.handle_datagram(t, 0, &packet(1, 3, 0, 1)).unwrap();
+        assert_eq!(delivered(&mut rx), vec![1, 3]);
+        assert_eq!(rx.resequencer().counters.delivered_early, 1);
     }
 
     #[test]

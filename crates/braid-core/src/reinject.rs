@@ -28,6 +28,8 @@ use crate::time::Instant;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Kept {
     pub gseq: u64,
+    /// The distance to its flow's previous number, sent again unchanged.
+    pub flow_gap: u16,
     pub payload: Vec<u8>,
     /// When the application offered it: a re-send is subject to the same
     /// queue delay limit as the first send.
@@ -126,6 +128,7 @@ mod tests {
     fn kept(gseq: u64, len: usize) -> Kept {
         Kept {
             gseq,
+            flow_gap: 1,
             payload: vec![0; len],
             enqueued: Instant::ZERO,
         }

@@ -11,6 +11,20 @@
 //! bytes and in holding time. Pass-through mode delivers at once and only
 //! drops duplicates, for traffic that does not need order.
 //!
+//! Order is kept per flow, not across flows: a packet may also name its
+//! flow's previous packet (the header's `flow_gap`, a [`FlowLink`]), and
+//! goes out at once, ahead of global order, when that one has gone: it
+//! was delivered, or the delivery point passed it. A packet whose
+//! predecessor is still missing waits, indexed by the predecessor, and the
+//! predecessor's delivery (or the delivery point passing it) releases it
+//! and whatever waits on it in turn. So a small flow's packet that came on
+//! a fast path does not wait behind a bulk flow's holes on a slow one. A
+//! predecessor known lost does not count as gone: the packet before it in
+//! the flow may still be missing too, and waiting for the delivery point
+//! to pass it keeps each flow in order. Holes ahead of packets delivered
+//! early still time out like holes ahead of held ones, so the numbers the
+//! delivery point has not passed stay bounded.
+//!
 //! A packet arriving after its number was skipped is delivered at once,
 //! marked out of order: the network delivered it and the application (an
 //! inner TCP, say) is better served by late data than by none. It is never
@@ -32,6 +46,7 @@ use crate::cc::WindowedMax;
 use std::time::Duration;
 
 use crate::time::Instant;
+use crate::wire::GAP_SATURATED;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReseqMode {
@@ -69,8 +84,10 @@ impl Default for ReseqConfig {
 pub struct Delivery {
     pub gseq: u64,
     pub payload: Vec<u8>,
-    /// False for a packet released after a later one (it arrived after its
-    /// number had been skipped, or pass-through mode delivered it early).
+    /// False for a packet released after a later one of its flow (it
+    /// arrived after its number had been skipped, or pass-through mode
+    /// delivered it early). A packet released ahead of global order once
+    /// its flow's previous one has gone is in order.
     pub in_order: bool,
     /// Time the resequencer held it.
     pub held: Duration,
@@ -81,6 +98,9 @@ pub struct Delivery {
 pub struct ReseqCounters {
     pub delivered: u64,
     pub delivered_late: u64,
+    /// Delivered ahead of global order, in order for their flow (counted in
+    /// `delivered` too).
+    pub delivered_early: u64,
     pub duplicates: u64,
     /// Global numbers skipped: known lost, or given up on at a timeout or bound.
     pub skipped: u64,
@@ -93,7 +113,41 @@ pub struct ReseqCounters {
 struct Held {
     payload: Vec<u8>,
     arrived: Instant,
+    /// Its entry in `waiting`, while it waits for its flow's previous packet.
+    waits_on: Option<Waiter>,
 }
+
+/// Where a packet's flow's previous packet is, from the header's `flow_gap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowLink {
+    /// No flow information: the packet waits for global order.
+    Unknown,
+    /// The flow has no earlier packet.
+    First,
+    /// The flow's previous packet has this number.
+    After(u64),
+    /// The flow's previous packet is at or below this number: it has gone
+    /// once the delivery point is beyond it.
+    AtOrBelow(u64),
+}
+
+impl FlowLink {
+    /// Reads a header's `flow_gap` (see [`crate::wire`]).
+    pub fn from_wire(gseq: u64, flow_gap: u16) -> FlowLink {
+        let back = gseq.checked_sub(u64::from(flow_gap));
+        match flow_gap {
+            0 => FlowLink::Unknown,
+            GAP_SATURATED => back.map_or(FlowLink::First, FlowLink::AtOrBelow),
+            // A predecessor below 0 is no predecessor.
+            _ => back.map_or(FlowLink::First, FlowLink::After),
+        }
+    }
+}
+
+/// A held packet waiting for its flow's previous packet: (that packet's
+/// number, whether the link is only "at or below" it, the packet's number).
+/// Ordered so that the exact links to one number form one range.
+type Waiter = (u64, bool, u64);
 
 /// A hole in one path's own sequence, seen when a packet arrives after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,8 +203,12 @@ pub struct Resequencer {
     /// (arrival, number) of held packets in arrival order; entries of
     /// packets already released are pruned lazily from the front.
     arrivals: VecDeque<(Instant, u64)>,
-    /// Pass-through: numbers at or above `next` already delivered.
+    /// Numbers at or above `next` already delivered: in pass-through mode,
+    /// or early for their flow.
     seen_ahead: BTreeSet<u64>,
+    /// Held packets waiting for their flow's previous packet; one entry per
+    /// such packet, removed when it is released.
+    waiting: BTreeSet<Waiter>,
     /// Deadline of the hole at `timer_hole`: a hole gets its full timeout
     /// from the moment it becomes the head of the line.
     timer: Option<Instant>,
@@ -174,6 +232,7 @@ impl Resequencer {
             now: Instant::ZERO,
             arrivals: VecDeque::new(),
             seen_ahead: BTreeSet::new(),
+            waiting: BTreeSet::new(),
             timer: None,
             timer_hole: 0,
             expiries: 0,
@@ -213,8 +272,15 @@ impl Resequencer {
     }
 
     /// Accepts a packet; `gap` describes a hole in its path's own sequence
-    /// just before it.
-    pub fn push(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, gap: Option<PathGap>) {
+    /// just before it, `flow` where its flow's previous packet is.
+    pub fn push(
+        &mut self,
+        now: Instant,
+        gseq: u64,
+        payload: Vec<u8>,
+        gap: Option<PathGap>,
+        flow: FlowLink,
+    ) {
         self.now = now;
         if gseq >= self.window_end() {
             self.counters.out_of_window += 1;
@@ -227,8 +293,8 @@ impl Resequencer {
             return self.push_late(now, gseq, payload);
         }
         match self.config.mode {
-            ReseqMode::PassThrough => self.push_pass_through(gseq, payload),
-            ReseqMode::Ordered => self.push_ordered(now, gseq, payload),
+            ReseqMode::PassThrough => self.push_pass_through(now, gseq, payload),
+            ReseqMode::Ordered => self.push_ordered(now, gseq, payload, flow),
         }
     }
 
@@ -245,12 +311,9 @@ impl Resequencer {
             self.counters.out_of_window += 1;
         }
         self.mark_lost(from, end);
-        match self.config.mode {
-            ReseqMode::PassThrough => self.advance_pass_through(),
-            ReseqMode::Ordered => {
-                self.release_in_order(now);
-                self.update_timer(now);
-            }
+        self.release_in_order(now);
+        if self.config.mode == ReseqMode::Ordered {
+            self.update_timer(now);
         }
     }
 
@@ -328,41 +391,54 @@ impl Resequencer {
         self.emit(gseq, payload, false, Duration::ZERO);
     }
 
-    fn push_pass_through(&mut self, gseq: u64, payload: Vec<u8>) {
+    fn push_pass_through(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
         if !self.seen_ahead.insert(gseq) {
             self.counters.duplicates += 1;
             return;
         }
         let in_order = gseq == self.next;
         self.emit(gseq, payload, in_order, Duration::ZERO);
-        self.advance_pass_through();
-        // Holes that never fill must not grow memory without bound.
-        while let Some(&first) = self.seen_ahead.first() {
-            if self.seen_ahead.len() as u64 <= SKIP_MEMORY {
-                break;
-            }
-            self.skip_to(first);
-            self.advance_pass_through();
+        self.release_in_order(now);
+        self.bound_seen_ahead(now);
+    }
+
+    /// Holes that never fill must not grow memory without bound: beyond
+    /// `SKIP_MEMORY` numbers delivered ahead, the first hole is given up.
+    fn bound_seen_ahead(&mut self, now: Instant) {
+        while self.seen_ahead.len() as u64 > SKIP_MEMORY {
+            self.release_first(now);
         }
     }
 
-    /// Moves `next` past numbers delivered or known lost.
-    fn advance_pass_through(&mut self) {
-        loop {
-            if let Some(end) = self.known_lost.end_of_range_holding(self.next) {
-                self.skip_to(end);
-            } else if self.seen_ahead.first() == Some(&self.next) {
-                self.skip_to(self.next + 1);
-            } else {
-                break;
-            }
+    /// Whether the flow's previous packet has gone: delivered, or passed
+    /// by the delivery point.
+    fn flow_ready(&self, flow: FlowLink) -> bool {
+        match flow {
+            FlowLink::Unknown => false,
+            FlowLink::First => true,
+            FlowLink::After(p) => p < self.next || self.seen_ahead.contains(&p),
+            FlowLink::AtOrBelow(p) => p < self.next,
         }
     }
 
-    fn push_ordered(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
-        if self.held.contains_key(&gseq) {
+    fn push_ordered(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, flow: FlowLink) {
+        if self.held.contains_key(&gseq) || self.seen_ahead.contains(&gseq) {
             self.counters.duplicates += 1;
             return;
+        }
+        if gseq != self.next && self.flow_ready(flow) {
+            self.deliver_early(now, gseq, payload, Duration::ZERO);
+            self.bound_seen_ahead(now);
+            self.update_timer(now);
+            return;
+        }
+        let waits_on = match flow {
+            FlowLink::After(p) if gseq != self.next => Some((p, false, gseq)),
+            FlowLink::AtOrBelow(p) if gseq != self.next => Some((p, true, gseq)),
+            _ => None,
+        };
+        if let Some(w) = waits_on {
+            self.waiting.insert(w);
         }
         if gseq == self.next {
             if let Some((_, first)) = self.held.first_key_value() {
@@ -376,6 +452,7 @@ impl Resequencer {
             Held {
                 payload,
                 arrived: now,
+                waits_on,
             },
         );
         self.release_in_order(now);
@@ -386,19 +463,74 @@ impl Resequencer {
         self.update_timer(now);
     }
 
-    /// Delivers everything that is now in order, skipping known losses.
+    /// Delivers `gseq` (at or beyond `next`) ahead of global order, then
+    /// the held packets of its flow that waited for it, in a chain.
+    fn deliver_early(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, held: Duration) {
+        self.emit_early(gseq, payload, held);
+        let mut delivered = vec![gseq];
+        while let Some(p) = delivered.pop() {
+            while let Some(&w) = self
+                .waiting
+                .range((p, false, 0)..=(p, false, u64::MAX))
+                .next()
+            {
+                // Its number lies beyond `p`, itself at or beyond `next`.
+                let h = self.take_held(w.2).expect("every waiter is held");
+                self.emit_early(w.2, h.payload, now - h.arrived);
+                delivered.push(w.2);
+            }
+        }
+    }
+
+    /// Delivers `gseq` ahead of global order, in order for its flow.
+    fn emit_early(&mut self, gseq: u64, payload: Vec<u8>, held: Duration) {
+        self.seen_ahead.insert(gseq);
+        self.counters.delivered_early += 1;
+        self.emit(gseq, payload, true, held);
+    }
+
+    /// Removes held packet `gseq`, with its `waiting` entry if it has one.
+    fn take_held(&mut self, gseq: u64) -> Option<Held> {
+        let h = self.held.remove(&gseq)?;
+        if let Some(w) = h.waits_on {
+            self.waiting.remove(&w);
+        }
+        self.held_bytes -= h.payload.len();
+        Some(h)
+    }
+
+    /// Releases the held packets whose flow's previous packet `next` has
+    /// now passed. One at `next` itself stays for in-order delivery.
+    fn release_passed(&mut self, now: Instant) {
+        while let Some(&w) = self.waiting.first().filter(|w| w.0 < self.next) {
+            if w.2 == self.next {
+                self.waiting.remove(&w);
+                if let Some(h) = self.held.get_mut(&w.2) {
+                    h.waits_on = None;
+                }
+            } else {
+                let h = self.take_held(w.2).expect("every waiter is held");
+                self.deliver_early(now, w.2, h.payload, now - h.arrived);
+            }
+        }
+    }
+
+    /// Delivers everything that is now in order, skipping known losses and
+    /// passing numbers delivered ahead.
     fn release_in_order(&mut self, now: Instant) {
         loop {
-            if let Some(h) = self.held.remove(&self.next) {
-                self.held_bytes -= h.payload.len();
+            if let Some(h) = self.take_held(self.next) {
                 let gseq = self.next;
                 self.next += 1;
                 self.expiries = 0;
                 self.emit(gseq, h.payload, true, now - h.arrived);
+                self.release_passed(now);
+            } else if self.seen_ahead.first() == Some(&self.next) {
+                self.skip_to(now, self.next + 1);
             } else if let Some(end) = self.known_lost.end_of_range_holding(self.next) {
                 // Never past a held packet, even one a notice called lost.
                 let first_held = self.held.first_key_value().map_or(u64::MAX, |(&g, _)| g);
-                self.skip_to(end.min(first_held));
+                self.skip_to(now, end.min(first_held));
                 self.expiries = 0;
             } else {
                 break;
@@ -406,11 +538,12 @@ impl Resequencer {
         }
     }
 
-    /// Skips every number below `to` that was not delivered, as ranges.
+    /// Skips every number below `to` that was not delivered, as ranges,
+    /// and releases the packets whose flow waited for one of them.
     /// Callers never pass a `to` beyond the first held packet.
-    fn skip_to(&mut self, to: u64) {
+    fn skip_to(&mut self, now: Instant, to: u64) {
         let mut from = self.next;
-        // Pass-through: numbers delivered ahead are passed, not skipped.
+        // Numbers delivered ahead are passed, not skipped.
         while let Some(&seen) = self.seen_ahead.first().filter(|&&s| s < to) {
             self.seen_ahead.pop_first();
             self.record_skip(from, seen);
@@ -420,6 +553,7 @@ impl Resequencer {
         self.next = self.next.max(to);
         self.known_lost.remove_below(self.next);
         self.trim_skipped();
+        self.release_passed(now);
     }
 
     fn record_skip(&mut self, from: u64, to: u64) {
@@ -445,12 +579,20 @@ impl Resequencer {
         }
     }
 
-    /// Releases the first held packet and what follows it in order.
+    /// Gives up on the holes before the first packet held or delivered
+    /// ahead, and releases what follows in order.
     fn release_first(&mut self, now: Instant) {
-        if let Some((&first, _)) = self.held.first_key_value() {
-            self.skip_to(first);
+        let first_held = self.held.first_key_value().map(|(&g, _)| g);
+        let first_seen = self.seen_ahead.first().copied();
+        if let Some(first) = first_held.into_iter().chain(first_seen).min() {
+            self.skip_to(now, first);
             self.release_in_order(now);
         }
+    }
+
+    /// Packets held or delivered ahead of `next`: a hole is open.
+    fn hole_open(&self) -> bool {
+        !self.held.is_empty() || !self.seen_ahead.is_empty()
     }
 
     fn enforce_bounds(&mut self, now: Instant) {
@@ -495,7 +637,7 @@ impl Resequencer {
     /// Keeps one timer, for the hole at the head of the line: a new head
     /// (delivery advanced) gets a full timeout of its own.
     fn update_timer(&mut self, now: Instant) {
-        if self.held.is_empty() {
+        if !self.hole_open() {
             self.timer = None;
             self.expiries = 0;
         } else if self.timer.is_none() || self.timer_hole != self.next {
@@ -522,7 +664,7 @@ impl Resequencer {
             self.expiries += 1;
             self.counters.timeouts += 1;
             if self.expiries >= 3 {
-                while !self.held.is_empty() {
+                while self.hole_open() {
                     self.release_first(now);
                 }
                 self.expiries = 0;

@@ -10,7 +10,9 @@
 //! later datagram on a slow path ahead of earlier ones for a fast path. The
 //! window holds about what that needs (each path's rate times its lead in
 //! one-way delay over the slowest path, plus a little); a send-behind that
-//! reaches deeper pulls more in.
+//! reaches deeper pulls more in. Each datagram's header also names the
+//! previous number of its flow-queue bucket (`flow_gap`), so the receiver
+//! can release one flow's datagrams without waiting for another's holes.
 //!
 //! Method families, as in quinn-proto: `send` and `handle_*` take input,
 //! `poll_*` give output, time is passed in.
@@ -116,6 +118,8 @@ pub struct SenderCounters {
 #[derive(Debug)]
 struct Queued {
     gseq: u64,
+    /// Distance to the previous number of its flow-queue bucket (wire form).
+    flow_gap: u16,
     payload: Vec<u8>,
     enqueued: Instant,
     /// Sent once already, on a path that died (see `Sender::reinject_from`).
@@ -162,6 +166,8 @@ pub struct Sender {
     /// Wire bytes the window may hold.
     window_budget: u64,
     next_gseq: u64,
+    /// Global number last given to a datagram of each flow-queue bucket.
+    last_gseq_of_bucket: Vec<Option<u64>>,
     /// Global number last sent on each path.
     last_gseq_on: Vec<Option<u64>>,
     /// Numbers dropped unsent since the last skip notice...
@@ -208,6 +214,7 @@ impl Sender {
         });
         // Kept payloads cost at most what the queue may hold.
         let in_flight = InFlightPayloads::new(config_paths, config.max_queue_bytes);
+        let last_gseq_of_bucket = vec![None; flows.bucket_count()];
         Ok(Sender {
             paths,
             scheduler,
@@ -217,6 +224,7 @@ impl Sender {
             queue_bytes: 0,
             window_budget: INITIAL_WINDOW_BYTES,
             next_gseq: 0,
+            last_gseq_of_bucket,
             last_gseq_on,
             pending_skips: Vec::new(),
             repeat_skips: Vec::new(),
@@ -345,8 +353,18 @@ impl Sender {
                 continue;
             }
             self.queue_bytes += d.payload.len();
+            let gseq = self.next_gseq;
+            let last_of_bucket = &mut self.last_gseq_of_bucket[d.bucket];
+            // The first datagram of a bucket has no predecessor: a gap of
+            // 0 would mean "no flow information", so it saturates instead.
+            let flow_gap = match wire::saturating_gap(gseq, *last_of_bucket) {
+                0 => wire::GAP_SATURATED,
+                gap => gap,
+            };
+            *last_of_bucket = Some(gseq);
             self.queue.push_back(Queued {
-                gseq: self.next_gseq,
+                gseq,
+                flow_gap,
                 payload: d.payload,
                 enqueued: d.enqueued,
                 reinjected: false,
@@ -477,6 +495,7 @@ impl Sender {
             self.queue_bytes += k.payload.len();
             self.queue.push_front(Queued {
                 gseq: k.gseq,
+                flow_gap: k.flow_gap,
                 payload: k.payload,
                 enqueued: k.enqueued,
                 reinjected: true,
@@ -491,6 +510,7 @@ impl Sender {
     fn keep_sent(&mut self, path: usize, pseq: u64, q: Queued) {
         let kept = Kept {
             gseq: q.gseq,
+            flow_gap: q.flow_gap,
             payload: q.payload,
             enqueued: q.enqueued,
         };
@@ -761,6 +781,7 @@ impl Sender {
             pseq: stamp.pseq,
             send_ts_us: now.wire_micros(),
             prev_gap: stamp.prev_gap,
+            flow_gap: q.flow_gap,
         };
         let mut data = Vec::with_capacity(DATA_HEADER_LEN + q.payload.len());
         header.append_to(&q.payload, &mut data);

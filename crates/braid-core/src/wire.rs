@@ -4,7 +4,7 @@
 //! is a [`WireError`], never a panic.
 //!
 //! ```text
-//! Data:      ver|type(1) path(1) gseq(8) pseq(4) send_ts_us(4) prev_gap(4) payload...
+//! Data:      ver|type(1) path(1) gseq(8) pseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
 //! Feedback:  ver|type(1) path(1) frame...
 //!   Ack frame:        0x01 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
 //!   LossReport frame: 0x02 report_seq(4) count(1) { path(1) received(4) lost(4) } * count
@@ -13,15 +13,24 @@
 //!
 //! `gseq` is the global sequence number, `pseq` the per-path one (32 bits,
 //! widened by the receiver). `prev_gap` is `gseq` minus the global sequence
-//! number of the previous packet sent on the same path (0 for the first):
+//! number of the previous packet sent on the same path (0 for none known):
 //! when that previous packet is lost, the resequencer knows exactly which
-//! global number to skip. Acks and loss reports flow from receiver to
+//! global number to skip. `flow_gap` is `gseq` minus the global number of
+//! the previous packet of the same flow (0: no flow information, deliver in
+//! global order): the receiver may deliver a packet as soon as its flow's
+//! previous one has gone, without waiting for other flows' holes. Both gaps
+//! saturate: [`GAP_SATURATED`] means "at least that far back (or none)".
+//! Acks and loss reports flow from receiver to
 //! sender; Skip frames flow the other way: the sender numbers datagrams as
 //! they are queued, and tells the receiver which numbers it dropped unsent. Timestamps are microseconds of the sender's (or,
 //! for `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
 //! differences are used.
 
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+
+/// A `prev_gap` or `flow_gap` of this value: the previous packet is at
+/// least this many numbers back, or there is none.
+pub const GAP_SATURATED: u16 = u16::MAX;
 
 /// Bytes of a data packet's header.
 pub const DATA_HEADER_LEN: usize = 22;
@@ -63,7 +72,16 @@ pub struct DataHeader {
     pub gseq: u64,
     pub pseq: u32,
     pub send_ts_us: u32,
-    pub prev_gap: u32,
+    pub prev_gap: u16,
+    pub flow_gap: u16,
+}
+
+/// A gap between two global numbers as the wire carries it: 0 for none,
+/// saturated at [`GAP_SATURATED`].
+pub fn saturating_gap(gseq: u64, previous: Option<u64>) -> u16 {
+    previous
+        .and_then(|p| gseq.checked_sub(p))
+        .map_or(0, |d| u16::try_from(d).unwrap_or(GAP_SATURATED))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +158,10 @@ impl<'a> Reader<'a> {
     fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.take(1)?[0])
     }
+    fn u16(&mut self) -> Result<u16, WireError> {
+        let b = self.take(2)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
     fn u32(&mut self) -> Result<u32, WireError> {
         let b = self.take(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -195,7 +217,8 @@ impl Packet<'_> {
                     gseq: r.u64()?,
                     pseq: r.u32()?,
                     send_ts_us: r.u32()?,
-                    prev_gap: r.u32()?,
+                    prev_gap: r.u16()?,
+                    flow_gap: r.u16()?,
                 };
                 Ok(Packet::Data {
                     header,
@@ -256,6 +279,7 @@ impl DataHeader {
         out.extend_from_slice(&self.pseq.to_be_bytes());
         out.extend_from_slice(&self.send_ts_us.to_be_bytes());
         out.extend_from_slice(&self.prev_gap.to_be_bytes());
+        out.extend_from_slice(&self.flow_gap.to_be_bytes());
         out.extend_from_slice(payload);
     }
 }
@@ -340,6 +364,7 @@ mod tests {
             pseq: 77,
             send_ts_us: 123_456,
             prev_gap: 2,
+            flow_gap: 0x0102,
         }
     }
 
@@ -355,6 +380,26 @@ mod tests {
             }
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn data_header_layout_is_fixed() {
+        let mut buf = Vec::new();
+        sample_header().append_to(b"", &mut buf);
+        assert_eq!(
+            buf,
+            [0x21, 3, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 77, 0, 1, 0xe2, 0x40, 0, 2, 1, 2]
+        );
+    }
+
+    #[test]
+    fn gaps_saturate_and_zero_means_none() {
+        assert_eq!(saturating_gap(10, None), 0);
+        assert_eq!(saturating_gap(10, Some(11)), 0);
+        assert_eq!(saturating_gap(10, Some(7)), 3);
+        assert_eq!(saturating_gap(70_000, Some(70_000 - 65_534)), 65_534);
+        assert_eq!(saturating_gap(70_000, Some(70_000 - 65_535)), GAP_SATURATED);
+        assert_eq!(saturating_gap(u64::MAX, Some(0)), GAP_SATURATED);
     }
 
     #[test]
@@ -401,8 +446,10 @@ mod tests {
             Packet::parse(&[]),
             Err(WireError::Truncated { .. })
         ));
-        assert_eq!(Packet::parse(&[0x21]), Err(WireError::Version(2)));
-        assert_eq!(Packet::parse(&[0x1f]), Err(WireError::PacketType(15)));
+        // Version 1 carried a 32-bit prev_gap and no flow_gap.
+        assert_eq!(Packet::parse(&[0x11]), Err(WireError::Version(1)));
+        assert_eq!(Packet::parse(&[0x31]), Err(WireError::Version(3)));
+        assert_eq!(Packet::parse(&[0x2f]), Err(WireError::PacketType(15)));
         let mut buf = Vec::new();
         sample_header().append_to(b"", &mut buf);
         for cut in 0..buf.len() {
@@ -410,13 +457,13 @@ mod tests {
         }
         // A feedback packet with a truncated ack frame and one with an unknown frame.
         assert!(matches!(
-            Packet::parse(&[0x12, 0, 1, 0, 0]),
+            Packet::parse(&[0x22, 0, 1, 0, 0]),
             Err(WireError::Truncated { .. })
         ));
-        assert_eq!(Packet::parse(&[0x12, 0, 9]), Err(WireError::FrameType(9)));
+        assert_eq!(Packet::parse(&[0x22, 0, 9]), Err(WireError::FrameType(9)));
         // A loss report claiming more entries than it has.
         assert!(matches!(
-            Packet::parse(&[0x12, 0, 2, 0, 0, 0, 1, 3, 0]),
+            Packet::parse(&[0x22, 0, 2, 0, 0, 0, 1, 3, 0]),
             Err(WireError::Truncated { .. })
         ));
         assert!(matches!(
@@ -438,9 +485,9 @@ mod tests {
         }
 
         #[test]
-        fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u32,
+        fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u16, flow_gap: u16,
                             payload in proptest::collection::vec(any::<u8>(), 0..100)) {
-            let h = DataHeader { path, gseq, pseq, send_ts_us: ts, prev_gap: gap };
+            let h = DataHeader { path, gseq, pseq, send_ts_us: ts, prev_gap: gap, flow_gap };
             let mut buf = Vec::new();
             h.append_to(&payload, &mut buf);
             let parsed = Packet::parse(&buf).unwrap();

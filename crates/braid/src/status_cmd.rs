@@ -167,13 +167,14 @@ fn session(out: &mut String, s: &Value) {
     let r = &s["reseq"];
     let _ = writeln!(
         out,
-        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} late, {} skipped); send queue {} bytes, {} dropped, {} re-sent off a dead path; drops {}",
+        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped, {} re-sent off a dead path; drops {}",
         s["established"],
         r["held_packets"],
         r["held_bytes"],
         r["delay_mean_ms"].as_f64().unwrap_or(0.0),
         r["delay_max_ms"].as_f64().unwrap_or(0.0),
         r["delivered"],
+        r["delivered_early"].as_u64().unwrap_or(0),
         r["delivered_late"].as_u64().unwrap_or(0),
         r["skipped"].as_u64().unwrap_or(0),
         s["send_queue_bytes"],

@@ -10,10 +10,9 @@ fn braid(args: &[&str]) -> Output {
         .expect("run braid")
 }
 
-fn write(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("braid-daemon-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// Writes `text` to `name` in `dir`, which removes it when dropped.
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
     path
 }
@@ -31,7 +30,9 @@ const CLIENT: &str = "private_key = \"AlysX+WJqMQ8zAiklyPA2EhTBP+wt+Y7nxUuA1mb7G
 
 #[test]
 fn a_malformed_config_fails_with_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
     let path = write(
+        &dir,
         "bad.toml",
         &CLIENT.replace("interface = \"eth0\"", "interfac = \"eth0\""),
     );
@@ -44,7 +45,8 @@ fn a_malformed_config_fails_with_file_line_and_field() {
 fn a_missing_nat_uplink_is_named_at_start() {
     let server = "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
         listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n";
-    let path = write("nat.toml", server);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "nat.toml", server);
     let err = one_line_error(&braid(&["server", "--config", path.to_str().unwrap()]));
     assert!(
         err.contains("nat.toml: [nat] uplink: interface \"nosuchif0\" does not exist"),
@@ -54,7 +56,8 @@ fn a_missing_nat_uplink_is_named_at_start() {
 
 #[test]
 fn a_missing_interface_is_named_at_start() {
-    let path = write("iface.toml", &CLIENT.replace("eth0", "nosuchif0"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "iface.toml", &CLIENT.replace("eth0", "nosuchif0"));
     let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
     assert!(
         err.contains("iface.toml: path \"nosuchif0\": interface \"nosuchif0\" does not exist"),

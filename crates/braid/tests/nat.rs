@@ -14,7 +14,7 @@ use braid_lab::root_guard::have_root_or_skip as have_root;
 use serde_json::Value;
 
 mod common;
-use common::{braid, genkey, pubkey, run, stop};
+use common::{accepts, braid, genkey, pubkey, run, stop};
 
 const SERVER_TUN: &str = "10.77.0.1";
 /// Generous: these tests must pass beside a CPU-heavy job.
@@ -503,7 +503,7 @@ fn the_servers_nat_masquerades_the_tunnel_out_of_its_uplink() {
     let server = start_daemon(&lab, &dir, "server");
     lab.children.push(server);
     let deadline = Instant::now() + PATIENCE;
-    while !server_socket.exists() {
+    while !accepts(&server_socket) {
         assert!(
             Instant::now() < deadline,
             "server did not start: {}",
@@ -514,7 +514,7 @@ fn the_servers_nat_masquerades_the_tunnel_out_of_its_uplink() {
     let client = start_daemon(&lab, &dir, "client");
     lab.children.push(client);
     loop {
-        let up = client_socket.exists()
+        let up = accepts(&client_socket)
             && daemon_status(&client_socket)["session"]["paths"][0]["state"] == "up";
         if up {
             break;

@@ -14,7 +14,7 @@ use serde_json::Value;
 /// Addresses on the server namespace's loopback that the lab routes
 /// nowhere: only the tunnel reaches them.
 mod common;
-use common::{braid, genkey, pubkey, run, stop_with as stop};
+use common::{accepts, braid, genkey, pubkey, run, stop_with as stop};
 
 const ONLY_SERVER_V4: &str = "198.51.100.7";
 const ONLY_SERVER_V6: &str = "2001:db8:51::7";
@@ -126,7 +126,7 @@ impl Lab {
             _ => self.client = Some(child),
         }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.socket(side).exists() {
+        while !accepts(&self.socket(side)) {
             assert!(
                 Instant::now() < deadline,
                 "{side} did not start: {}",

@@ -11,7 +11,7 @@ use serde_json::Value;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 mod common;
-use common::{braid, genkey, pubkey, run, stop};
+use common::{accepts, braid, genkey, pubkey, run, stop};
 
 const SERVER_TUN: &str = "10.77.0.1";
 const CLIENT_TUN: &str = "10.77.0.2";
@@ -187,7 +187,7 @@ impl Tunnel {
 
     fn wait_for_socket(&self, side: &str) {
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.socket(side).exists() {
+        while !accepts(&self.socket(side)) {
             assert!(
                 Instant::now() < deadline,
                 "{side} did not start: {}",

@@ -270,6 +270,26 @@ impl Controller for Bbr {
 mod tests {
     use super::*;
 
+    /// An acknowledgement of one MSS, not app-limited: `delivered` bytes in
+    /// all, `prior` of them when the packet left, `in_flight` MSS in flight.
+    fn full_ack(
+        rate: Option<f64>,
+        rtt: Duration,
+        prior: u64,
+        delivered: u64,
+        in_flight: u64,
+    ) -> AckSample {
+        AckSample {
+            bytes: MSS,
+            rtt: Some(rtt),
+            delivery_rate_bps: rate,
+            app_limited: false,
+            prior_delivered: prior,
+            delivered,
+            bytes_in_flight: in_flight * MSS,
+        }
+    }
+
     /// Acks `acks` packets of a perfect path of `rate_bps` and `rtt`, one
     /// MSS per packet time, each sent when `lag` MSS had been delivered
     /// before it, with `in_flight` MSS in flight; the time of the last ack.
@@ -288,15 +308,7 @@ mod tests {
             delivered += MSS;
             c.on_ack(
                 now,
-                &AckSample {
-                    bytes: MSS,
-                    rtt: Some(rtt),
-                    delivery_rate_bps: Some(rate_bps),
-                    app_limited: false,
-                    prior_delivered: prior,
-                    delivered,
-                    bytes_in_flight: in_flight * MSS,
-                },
+                &full_ack(Some(rate_bps), rtt, prior, delivered, in_flight),
             );
         }
         now
@@ -317,6 +329,121 @@ mod tests {
         // Nor does silence.
         c.on_timeout(now);
         assert_eq!(c.cwnd_bytes(), 31_250 + 3 * MSS);
+    }
+
+    /// Startup ends once the measured rate has grown by less than a
+    /// quarter over three rounds, even while it still grows a little.
+    #[test]
+    fn startup_ends_when_growth_per_round_falls_under_a_quarter() {
+        let rtt = Duration::from_millis(20);
+        // Each packet is sent when 20 fewer were delivered, so a round is
+        // 20 packets; the rate grows by `growth` per round, continuously.
+        let run = |growth: f64| {
+            let mut c = Bbr::new();
+            let mut now = Instant::from_nanos(0);
+            let mut delivered = 0u64;
+            for _ in 0..200 {
+                let rounds = delivered as f64 / (20 * MSS) as f64;
+                let rate = 10e6 * growth.powf(rounds);
+                now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+                let prior = delivered.saturating_sub(20 * MSS);
+                delivered += MSS;
+                c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, 20));
+            }
+            c.mode
+        };
+        // 5 % a round is 16 % over three: less than a quarter.
+        assert_ne!(run(1.05), Mode::Startup);
+        assert_eq!(run(1.50), Mode::Startup);
+    }
+
+    /// In ProbeBW the gain cycle moves one phase per minimum RTT through
+    /// all eight phases, probing (phase 0) then draining (phase 1).
+    #[test]
+    fn probe_bw_cycles_through_every_phase_once_per_round_trip() {
+        let rtt = Duration::from_millis(20);
+        let rate = 10e6;
+        let mut c = Bbr::new();
+        let mut now = Instant::from_nanos(0);
+        let mut delivered = 0u64;
+        let mut phases: Vec<usize> = Vec::new();
+        let mut changed_at: Vec<Instant> = Vec::new();
+        // 10 Mbit/s: 1,200 µs per packet, about 17 packets per round trip.
+        for _ in 0..2_000 {
+            now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+            let prior = delivered.saturating_sub(17 * MSS);
+            delivered += MSS;
+            c.on_ack(now, &full_ack(Some(rate), rtt, prior, delivered, 16));
+            if c.mode == Mode::ProbeBw && phases.last() != Some(&c.cycle_index) {
+                phases.push(c.cycle_index);
+                changed_at.push(now);
+            }
+        }
+        // 2.4 s: two full cycles of 8 x 20 ms after Startup and Drain.
+        let cycle: Vec<usize> = (2..8).chain(0..8).chain(0..2).collect();
+        assert!(phases.len() >= cycle.len(), "{phases:?}");
+        assert_eq!(phases[..cycle.len()], cycle[..], "{phases:?}");
+        // Each phase lasts a minimum RTT.
+        for w in changed_at[1..].windows(2) {
+            assert!(w[1] - w[0] >= rtt, "a phase of {:?}", w[1] - w[0]);
+        }
+    }
+
+    /// One ack of one MSS at `now`, `delivered` bytes in all; a round is 20 packets.
+    fn ack_one(c: &mut Bbr, now: Instant, delivered: u64, rate: Option<f64>, rtt: Duration) {
+        let prior = delivered.saturating_sub(20 * MSS);
+        c.on_ack(now, &full_ack(rate, rtt, prior, delivered, 10));
+    }
+
+    #[test]
+    fn startup_grows_the_window_by_each_ack_until_its_target_only() {
+        let rtt = Duration::from_millis(50);
+        let t = Instant::from_nanos(1_000_000);
+        // No rate sample yet: every ack grows the window.
+        let mut c = Bbr::new();
+        ack_one(&mut c, t, MSS, None, rtt);
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND + MSS);
+        // 100 Mbit/s x 50 ms: far below the target (2.885 BDP), it grows.
+        let mut c = Bbr::new();
+        for n in 1..=10 {
+            ack_one(&mut c, t, n * MSS, Some(100e6), rtt);
+        }
+        assert_eq!(c.mode, Mode::Startup);
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND + 10 * MSS);
+        // 10 Mbit/s x 20 ms: the initial window is above the target; startup
+        // neither grows nor cuts it.
+        let mut c = Bbr::new();
+        for n in 1..=10 {
+            ack_one(&mut c, t, n * MSS, Some(10e6), Duration::from_millis(20));
+        }
+        assert_eq!(c.mode, Mode::Startup);
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND);
+    }
+
+    #[test]
+    fn old_maxima_and_minima_expire() {
+        let mut c = Bbr::new();
+        let mut now = Instant::from_nanos(1_000_000);
+        let mut delivered = 0;
+        let mut run = |c: &mut Bbr, rate: f64, rtt_ms: u64, acks: u64| {
+            for _ in 0..acks {
+                now += Duration::from_secs_f64(MSS as f64 * 8.0 / rate);
+                delivered += MSS;
+                ack_one(c, now, delivered, Some(rate), Duration::from_millis(rtt_ms));
+            }
+        };
+        run(&mut c, 10e6, 20, 400);
+        assert_eq!(c.bandwidth_bps(None), Some(10e6));
+        // The path halves: after 10 rounds (20 packets each) the old
+        // maximum is gone.
+        run(&mut c, 5e6, 20, 10 * 20 + 40);
+        assert_eq!(c.bandwidth_bps(None), Some(5e6));
+        assert_eq!(c.min_rtt, Some(Duration::from_millis(20)));
+        // The round trip grows: the old minimum holds for 10 s, then goes.
+        run(&mut c, 5e6, 30, 3_000);
+        assert_eq!(c.min_rtt, Some(Duration::from_millis(20)));
+        run(&mut c, 5e6, 30, 2_000);
+        assert_eq!(c.min_rtt, Some(Duration::from_millis(30)));
     }
 
     /// A 1 Gbit/s path whose RTT is 20 µs (two hosts on one veth): the
@@ -349,6 +476,9 @@ mod tests {
         assert!((c.pacing_rate_bps().unwrap() - initial).abs() < 1.0);
         steady(&mut c, (10e6, Duration::from_millis(20)), (20, 10), 2_000);
         let rate = |c: &Bbr| c.pacing_rate_bps().unwrap();
+        // Startup paces at its gain over the estimate...
+        c.mode = Mode::Startup;
+        assert!((rate(&c) - 2.885 * 10e6).abs() < 1.0, "{}", rate(&c));
         c.mode = Mode::Drain;
         assert!((rate(&c) - 10e6 / 2.885).abs() < 1.0, "{}", rate(&c));
         c.mode = Mode::ProbeBw;
@@ -360,5 +490,12 @@ mod tests {
                 rate(&c)
             );
         }
+        // ...and never under its gain over 10 packets per round trip: an
+        // estimate of 1 Mbit/s on a 20 ms path gives 6 Mbit/s x 2.885.
+        let mut slow = Bbr::new();
+        steady(&mut slow, (1e6, Duration::from_millis(20)), (20, 10), 3);
+        assert_eq!(slow.mode, Mode::Startup);
+        let floor = 2.885 * (10 * MSS) as f64 * 8.0 / 0.020;
+        assert!((rate(&slow) - floor).abs() < 1.0, "{}", rate(&slow));
     }
 }

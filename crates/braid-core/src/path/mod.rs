@@ -101,7 +101,7 @@ pub struct PathSender {
 #[derive(Debug, Clone, Copy)]
 pub struct PathStamp {
     pub pseq: u32,
-    pub prev_gap: u32,
+    pub prev_gap: u16,
 }
 
 impl PathSender {
@@ -229,14 +229,10 @@ impl PathSender {
             let earliest = Instant::from_duration(now.since_epoch().saturating_sub(credit));
             self.next_send_time = self.next_send_time.max(earliest) + gap;
         }
-        // 0 means "no usable hint": first packet, a gap too wide for 32
-        // bits, or a number below the previous one on this path (the sender
-        // sent a later datagram here first, see `Decision::SendBehind`).
-        let prev_gap = self
-            .prev_gseq
-            .and_then(|p| gseq.checked_sub(p))
-            .and_then(|d| u32::try_from(d).ok())
-            .unwrap_or(0);
+        // 0 means "no usable hint": first packet, or a number below the
+        // previous one on this path (the sender sent a later datagram here
+        // first, see `Decision::SendBehind`); a gap too wide saturates.
+        let prev_gap = crate::wire::saturating_gap(gseq, self.prev_gseq);
         self.prev_gseq = Some(gseq);
         PathStamp {
             pseq: pseq as u32,
@@ -537,27 +533,40 @@ mod tests {
         assert!(p.pacing_ready_at() < ready + ms(10));
     }
 
-    /// A controller with a fixed pacing rate and an open window, so the
-    /// path's own pacing arithmetic can be checked to the nanosecond.
-    #[derive(Debug)]
-    struct FixedPacing(Option<f64>);
+    /// A controller with a fixed pacing rate (and rate estimate) and an
+    /// open window, which keeps every sample the path hands it: the path's
+    /// own arithmetic can be checked to the nanosecond.
+    #[derive(Debug, Default)]
+    struct FixedPacing {
+        rate: Option<f64>,
+        acks: std::sync::Arc<std::sync::Mutex<Vec<crate::cc::AckSample>>>,
+    }
+
+    fn fixed_pacing(rate: Option<f64>) -> Box<FixedPacing> {
+        Box::new(FixedPacing {
+            rate,
+            ..FixedPacing::default()
+        })
+    }
 
     impl crate::cc::Controller for FixedPacing {
         fn name(&self) -> &'static str {
             "fixed"
         }
         fn on_sent(&mut self, _: Instant, _: u64, _: u64) {}
-        fn on_ack(&mut self, _: Instant, _: &crate::cc::AckSample) {}
+        fn on_ack(&mut self, _: Instant, ack: &crate::cc::AckSample) {
+            self.acks.lock().unwrap().push(*ack);
+        }
         fn on_loss(&mut self, _: Instant, _: Instant, _: u64, _: u64) {}
         fn on_timeout(&mut self, _: Instant) {}
         fn cwnd_bytes(&self) -> u64 {
             1 << 30
         }
         fn pacing_rate_bps(&self) -> Option<f64> {
-            self.0
+            self.rate
         }
         fn bandwidth_bps(&self, _: Option<Duration>) -> Option<f64> {
-            self.0
+            self.rate
         }
     }
 
@@ -565,16 +574,16 @@ mod tests {
     fn pacing_gap_is_bits_over_rate_and_zero_rates_do_not_pace() {
         let t0 = Instant::from_nanos(1_000_000_000);
         // 1,000 bytes at 8 Mbit/s: 1 ms.
-        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(Some(8e6))));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(8e6)));
         p.on_sent(t0, 0, 1000, false);
         assert_eq!(p.pacing_ready_at(), t0 + Duration::from_millis(1));
         // A controller reporting a zero rate does not pace (and a zero
         // rate limit is no limit): the next packet may leave at once.
-        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(Some(0.0))));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(0.0)));
         p.set_rate_limit(Some(0));
         p.on_sent(t0, 0, 1000, false);
         assert!(p.can_send(t0, 1000));
-        let mut p = PathSender::new(0, 1.0, Box::new(FixedPacing(None)));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(None));
         p.set_rate_limit(Some(0));
         p.on_sent(t0, 0, 1000, false);
         assert!(p.can_send(t0, 1000));
@@ -584,8 +593,7 @@ mod tests {
     fn pacing_credit_makes_up_for_lateness_but_not_for_idleness() {
         let t0 = Instant::from_nanos(1_000_000_000);
         let ms = Duration::from_millis;
-        let mut p =
-            PathSender::new(0, 1.0, Box::new(FixedPacing(Some(8e6)))).with_pacing_credit(ms(3));
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(8e6))).with_pacing_credit(ms(3));
         // Idle: no credit, the gap counts from now.
         p.on_sent(t0, 0, 1000, false);
         assert_eq!(p.pacing_ready_at(), t0 + ms(1));
@@ -594,6 +602,91 @@ mod tests {
         assert_eq!(p.pacing_ready_at(), t0 + ms(3));
         assert_eq!((p.counters.sent_packets, p.counters.sent_bytes), (2, 2000));
         assert_eq!(p.bytes_in_flight(), 2000);
+    }
+
+    #[test]
+    fn an_ack_hands_the_controller_bytes_delivery_and_rate() {
+        let cc = fixed_pacing(None);
+        let acks = cc.acks.clone();
+        let mut p = PathSender::new(0, 1.0, cc);
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for g in 0..3 {
+            p.on_sent(t0, g, 1000, false);
+        }
+        // All three acknowledged 20 ms later: 3,000 bytes in 20 ms.
+        p.on_ack(t0 + Duration::from_millis(20), &ack(2, 0b11), &mut None);
+        let samples = acks.lock().unwrap();
+        let [s] = samples.as_slice() else {
+            panic!("one sample per ack, got {}", samples.len());
+        };
+        assert_eq!(s.bytes, 3000);
+        assert_eq!((s.prior_delivered, s.delivered), (0, 3000));
+        assert_eq!(s.bytes_in_flight, 0);
+        assert_eq!(s.rtt, Some(Duration::from_millis(20)));
+        assert_eq!(s.delivery_rate_bps, Some(1.2e6));
+        assert!(!s.app_limited);
+        assert_eq!(p.counters.acked_packets, 3);
+        drop(samples);
+        // Two more, sent when 3,000 bytes were delivered, acked 20 ms
+        // later: 2,000 bytes over 20 ms.
+        let t1 = t0 + Duration::from_millis(20);
+        for g in 3..5 {
+            p.on_sent(t1, g, 1000, false);
+        }
+        p.on_ack(t1 + Duration::from_millis(20), &ack(4, 0b1), &mut None);
+        let samples = acks.lock().unwrap();
+        let s = samples.last().unwrap();
+        assert_eq!((s.prior_delivered, s.delivered), (3000, 5000));
+        assert_eq!(s.delivery_rate_bps, Some(0.8e6));
+        // Everything resolved is forgotten: memory follows what is in flight.
+        assert!(p.in_flight.is_empty());
+    }
+
+    #[test]
+    fn app_limited_samples_do_not_feed_the_kalman_filter() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let ms = Duration::from_millis;
+        for g in 0..3 {
+            p.on_sent(t0, g, 1000, true);
+        }
+        p.on_ack(t0 + ms(20), &ack(2, 0b11), &mut None);
+        assert_eq!(p.kalman.estimate_bps(), None);
+        for g in 3..6 {
+            p.on_sent(t0 + ms(20), g, 1000, false);
+        }
+        p.on_ack(t0 + ms(40), &ack(5, 0b11), &mut None);
+        assert!(p.kalman.estimate_bps().is_some());
+    }
+
+    #[test]
+    fn a_silence_keeps_only_what_late_acks_can_still_reach() {
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(None));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for g in 0..200 {
+            p.on_sent(t0, g, 1000, false);
+        }
+        p.on_timeout(t0 + Duration::from_secs(1));
+        assert_eq!(p.counters.timeouts, 1);
+        assert_eq!(p.counters.lost_packets, 200);
+        // Two ack bitmaps' reach: 128 packets.
+        assert_eq!(p.in_flight.len(), 128);
+        assert_eq!(p.in_flight.front().map(|s| s.pseq), Some(72));
+    }
+
+    #[test]
+    fn a_full_window_without_progress_for_a_round_trip_is_stalled() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut g = 0;
+        while p.cwnd_open(1000) {
+            p.on_sent(t0, g, 1000, false);
+            g += 1;
+        }
+        // No RTT measured yet: 100 ms of patience, counted from the send.
+        let patience = Duration::from_millis(100);
+        assert!(!p.is_stalled(t0 + patience, 1000));
+        assert!(p.is_stalled(t0 + patience + Duration::from_nanos(1), 1000));
     }
 
     #[test]

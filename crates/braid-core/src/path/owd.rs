@@ -42,9 +42,10 @@ use crate::time::Instant;
 
 /// Length of one epoch of the minimum's history.
 const EPOCH_US: i64 = 2_000_000;
-/// Epochs kept: the window of the floor and of the slope (2 minutes). An
-/// idle path keeps its last slope until it has enough epochs for a new one.
-const HISTORY: usize = 60;
+/// The window of the floor and of the slope (60 epochs): epochs whose
+/// minimum is older are dropped. An idle path keeps its last slope until it
+/// has enough epochs for a new one.
+const WINDOW_US: i64 = 60 * EPOCH_US;
 /// Epochs needed before the slope is estimated.
 const MIN_EPOCHS: usize = 3;
 /// Largest slope believed to be drift (NTP slews at most 500 ppm): a bound
@@ -77,10 +78,11 @@ struct Rise {
 pub struct OwdEstimator {
     smoothed_us: f64,
     var_us: f64,
-    samples: u64,
-    /// Closed epochs, oldest first.
+    /// Closed epochs, oldest first. Their minima are at least an epoch
+    /// apart, so the two-minute window also bounds their number.
     epochs: VecDeque<EpochMin>,
-    /// The epoch in progress: its start and its minimum so far.
+    /// The epoch in progress: its start and its minimum so far (none
+    /// before the first sample).
     current: Option<(i64, EpochMin)>,
     /// Estimated drift, µs per µs (0 until enough epochs).
     skew: f64,
@@ -128,16 +130,14 @@ impl OwdEstimator {
     pub fn on_sample(&mut self, at: Instant, anchor: u32, raw: u32) {
         let t = local_us(at);
         let v = Self::unwrap_raw(anchor, raw) as f64;
-        if self.samples == 0 {
+        if self.current.is_none() {
             self.smoothed_us = v;
             self.var_us = 0.0;
             self.floor = EpochMin { t, v };
             self.current = Some((t, EpochMin { t, v }));
-            self.samples = 1;
             self.last_us = v;
             return;
         }
-        self.samples += 1;
         let jump = v - std::mem::replace(&mut self.last_us, v);
         let before = (self.smoothed_us, self.var_us);
         self.roll_epoch(t);
@@ -171,8 +171,8 @@ impl OwdEstimator {
         }
         self.epochs.push_back(m);
         // The window is two minutes of time, also for a path left idle.
-        let oldest = t - HISTORY as i64 * EPOCH_US;
-        while self.epochs.len() > HISTORY || self.epochs.front().is_some_and(|e| e.t < oldest) {
+        let oldest = t - WINDOW_US;
+        while self.epochs.front().is_some_and(|e| e.t < oldest) {
             self.epochs.pop_front();
         }
         if self.epochs.len() >= MIN_EPOCHS {
@@ -244,7 +244,7 @@ impl OwdEstimator {
     }
 
     pub fn has_samples(&self) -> bool {
-        self.samples > 0
+        self.current.is_some()
     }
 
     /// Smoothed relative one-way delay, microseconds (offset unknown).

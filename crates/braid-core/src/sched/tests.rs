@@ -454,3 +454,168 @@ fn schedulers_take_up_to_max_paths() {
         );
     }
 }
+
+/// BATCP's first decision for a cheap path 0 (its turn first: loads 10 : 1
+/// with `cost_weight=0.9` at equal rates) and a dear path 1 that can send.
+fn batcp_first(cheap: PathView, backlog: u64) -> Decision {
+    cheap_and_dear_batcp().pick(&ctx(&[cheap, view(1)], backlog))
+}
+
+/// BATCP with `cost_weight=0.9` over a cheap path 0 and a path 1 ten times
+/// as dear.
+fn cheap_and_dear_batcp() -> Box<dyn Scheduler> {
+    let mut infos = infos(2);
+    infos[1].cost = 10.0;
+    build("batcp:cost_weight=0.9", &infos).unwrap()
+}
+
+#[test]
+fn batcp_waits_for_a_paced_cheap_path_only_while_it_can_drain_the_backlog() {
+    let dear = Decision::Send(PathSet::one(1));
+    let paced = PathView {
+        can_send: false,
+        ..view(0)
+    };
+    assert_eq!(batcp_first(view(0), 1_400), Decision::Send(PathSet::one(0)));
+    // Pacing closes the cheap path for a moment: its turn is waited for.
+    assert_eq!(batcp_first(paced.clone(), 1_400), Decision::Wait);
+    // Up to half the 500 ms queue limit of drain time at its 10 Mbit/s
+    // (312,500 bytes: exactly 250 ms); beyond it the dear path takes it.
+    assert_eq!(batcp_first(paced.clone(), 312_500), Decision::Wait);
+    assert_eq!(batcp_first(paced.clone(), 312_501), dear);
+    assert_eq!(batcp_first(paced.clone(), 375_000), dear);
+    // A full window, or no rate to drain at, is not waited for.
+    let full = PathView {
+        cwnd_open: false,
+        ..paced.clone()
+    };
+    assert_eq!(batcp_first(full, 1_400), dear);
+    for bw in [None, Some(0.0)] {
+        let unknown = PathView {
+            bandwidth_bps: bw,
+            ..paced.clone()
+        };
+        assert_eq!(batcp_first(unknown, 1_400), dear, "{bw:?}");
+    }
+}
+
+#[test]
+fn batcp_skips_suspect_and_stalled_paths_while_others_are_healthy() {
+    let dear = Decision::Send(PathSet::one(1));
+    let suspect = PathView {
+        suspect: true,
+        ..view(0)
+    };
+    let stalled = PathView {
+        stalled: true,
+        ..view(0)
+    };
+    assert_eq!(batcp_first(suspect, 1_400), dear);
+    assert_eq!(batcp_first(stalled, 1_400), dear);
+    // With no healthy path, any path that can send takes its turn.
+    let mut s = cheap_and_dear_batcp();
+    let both = [
+        PathView {
+            suspect: true,
+            ..view(0)
+        },
+        PathView {
+            stalled: true,
+            ..view(1)
+        },
+    ];
+    assert_eq!(s.pick(&ctx(&both, 1_400)), Decision::Send(PathSet::one(0)));
+}
+
+#[test]
+fn earliest_arrival_cost_first_is_a_switch() {
+    for ok in [
+        "earliest-arrival",
+        "earliest-arrival:cost_first=0",
+        "earliest-arrival:cost_first=1",
+    ] {
+        assert!(build(ok, &infos(2)).is_ok(), "{ok}");
+    }
+    for bad in [
+        "earliest-arrival:cost_first=2",
+        "earliest-arrival:cost_first=0.5",
+    ] {
+        assert!(
+            matches!(build(bad, &infos(2)), Err(SchedError::Param { .. })),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn earliest_arrival_tries_a_path_priced_only_by_light_samples_while_a_backlog_waits() {
+    let mut s = build("earliest-arrival", &infos(2)).unwrap();
+    let fast = PathView {
+        bandwidth_bps: Some(100e6),
+        kalman_bps: Some(100e6),
+        ..view(0)
+    };
+    // Priced at 0.13 Mbit/s from a few small packets: no full-load sample.
+    let light = PathView {
+        bandwidth_bps: Some(0.13e6),
+        kalman_bps: None,
+        ..view(1)
+    };
+    let paths = [fast, light];
+    // Only this packet waits: the estimate stands, the fast path wins.
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Send(PathSet::one(0)));
+    // More waits: the light path is tried, to measure it under load.
+    assert_eq!(s.pick(&ctx(&paths, 2_800)), Decision::Send(PathSet::one(1)));
+}
+
+#[test]
+fn earliest_arrival_last_resort_leaves_the_live_paths_what_they_can_send_in_time() {
+    let mut s = build("earliest-arrival", &infos(2)).unwrap();
+    // The live path (10 Mbit/s) is paced shut; the other is down but open.
+    let closed = PathView {
+        can_send: false,
+        ..view(0)
+    };
+    let down = PathView {
+        suspect: true,
+        bandwidth_bps: Some(5e6),
+        ..view(1)
+    };
+    let paths = [closed.clone(), down.clone()];
+    // What the live path sends within the 500 ms limit (625,000 bytes,
+    // less the 0.8 margin) stays for it; the down path takes what is
+    // behind that, and nothing while the backlog is shorter.
+    assert_eq!(s.pick(&ctx(&paths, 1_400)), Decision::Wait);
+    assert_eq!(
+        s.pick(&ctx(&paths, 2_000_000)),
+        Decision::SendBehind {
+            path: 1,
+            ahead_bytes: 500_000
+        }
+    );
+    // A path not measured yet, live and allowed by pacing, is tried the
+    // same way.
+    let unmeasured = PathView {
+        bandwidth_bps: None,
+        kalman_bps: None,
+        can_send: false,
+        ..view(1)
+    };
+    assert_eq!(
+        s.pick(&ctx(&[closed.clone(), unmeasured], 2_000_000)),
+        Decision::SendBehind {
+            path: 1,
+            ahead_bytes: 500_000
+        }
+    );
+    // With no live path at all, the down path carries everything.
+    let dead = PathView {
+        suspect: true,
+        can_send: false,
+        ..view(0)
+    };
+    assert_eq!(
+        s.pick(&ctx(&[dead, down], 2_000_000)),
+        Decision::Send(PathSet::one(1))
+    );
+}

@@ -1136,6 +1136,7 @@ impl Session {
                 Duration::from_secs_f64(self.reseq_delay_sum.as_secs_f64() / self.delivered as f64)
             },
             reseq_delivered_late: self.receiver.resequencer().counters.delivered_late,
+            reseq_delivered_early: self.receiver.resequencer().counters.delivered_early,
             reseq_skipped: self.receiver.resequencer().counters.skipped,
             delivered: self.delivered,
             send_queue_bytes: self.sender.queued_bytes(),

@@ -204,6 +204,9 @@ pub struct SessionStats {
     /// Packets delivered out of order: they arrived after the resequencer
     /// had given up on their number (a hole timeout or a bound).
     pub reseq_delivered_late: u64,
+    /// Packets delivered ahead of global order, in order for their flow
+    /// (their flow's previous packet had gone; other flows' holes remain).
+    pub reseq_delivered_early: u64,
     /// Numbers the resequencer skipped: known lost, or given up on.
     pub reseq_skipped: u64,
     pub delivered: u64,

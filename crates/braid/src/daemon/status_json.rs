@@ -64,6 +64,7 @@ pub fn session(s: &SessionStats) -> Value {
             "delay_mean_ms": ms(s.reseq_delay_mean),
             "delivered": s.delivered,
             "delivered_late": s.reseq_delivered_late,
+            "delivered_early": s.reseq_delivered_early,
             "skipped": s.reseq_skipped,
         },
         "send_queue_bytes": s.send_queue_bytes,

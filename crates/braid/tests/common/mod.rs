@@ -60,3 +60,11 @@ pub fn stop_with(mut child: Child, signal: i32) {
 pub fn stop(child: Child) {
     stop_with(child, libc::SIGTERM);
 }
+
+/// Whether a daemon accepts connections on its control socket. The file
+/// exists from `bind`, a moment before `listen`, and a connection in between
+/// is refused: a test that only checked for the file failed once on a
+/// loaded machine.
+pub fn accepts(socket: &std::path::Path) -> bool {
+    std::os::unix::net::UnixStream::connect(socket).is_ok()
+}

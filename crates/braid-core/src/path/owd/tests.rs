@@ -119,3 +119,196 @@ fn an_idle_path_keeps_following_the_drift() {
     let q = feed(&mut e, (t, t + 1_000_000, 5_000), 10_000, drift, t);
     assert!(q < Duration::from_millis(3), "{q:?}");
 }
+
+fn at(t_us: i64) -> Instant {
+    Instant::from_nanos(t_us as u64 * 1_000)
+}
+
+/// One sample of relative delay `v_us` taken at `t_us`; with anchor 0 the
+/// estimator reads `v_us` exactly.
+fn sample(e: &mut OwdEstimator, t_us: i64, v_us: i64) {
+    e.on_sample(at(t_us), 0, v_us as u32);
+}
+
+fn epochs(points: &[(i64, f64)]) -> VecDeque<EpochMin> {
+    points.iter().map(|&(t, v)| EpochMin { t, v }).collect()
+}
+
+#[test]
+fn theil_sen_is_the_median_pairwise_slope() {
+    // Slopes 1e-4, 7.5e-5, 2e-4 (from t=0), 5e-5, 2.5e-4 (from 1 s),
+    // 4.5e-4 (from 2 s); sorted, element 6/2 = 3 is 2e-4.
+    let s = theil_sen(&epochs(&[
+        (0, 0.0),
+        (1_000_000, 100.0),
+        (2_000_000, 150.0),
+        (3_000_000, 600.0),
+    ]));
+    assert!((s - 2e-4).abs() < 1e-12, "{s}");
+    // 5 000 ppm is no clock: clamped to the 1 000 ppm an NTP slew stays under.
+    assert_eq!(
+        theil_sen(&epochs(&[(0, 0.0), (1_000_000, 5_000.0)])),
+        MAX_SKEW
+    );
+    assert_eq!(theil_sen(&epochs(&[(0, 0.0)])), 0.0);
+}
+
+#[test]
+fn theil_sen_takes_no_slope_between_points_at_one_time() {
+    // (0, 5) to (0, 0) has no slope (it would be -inf); the two others are
+    // 4.5e-5 and 5e-5, and the median of two is the upper one.
+    let s = theil_sen(&epochs(&[(0, 5.0), (0, 0.0), (1_000_000, 50.0)]));
+    assert!((s - 5e-5).abs() < 1e-12, "{s}");
+}
+
+#[test]
+fn has_samples_from_the_first_sample_on() {
+    let mut e = OwdEstimator::default();
+    assert!(!e.has_samples());
+    sample(&mut e, 0, 10_000);
+    assert!(e.has_samples());
+}
+
+#[test]
+fn smoothing_variation_and_floor_worked_example() {
+    let mut e = OwdEstimator::default();
+    sample(&mut e, 0, 10_000);
+    assert_eq!(
+        (e.smoothed_us(), e.upper_us(), e.floor_us(at(0))),
+        (10_000.0, 10_000.0, 10_000.0)
+    );
+    // var = 0.75 * 0 + 0.25 * |10 000 - 12 000| = 500;
+    // smoothed = 0.875 * 10 000 + 0.125 * 12 000 = 10 250; upper = 10 250 + 4 * 500.
+    sample(&mut e, 0, 12_000);
+    assert_eq!(
+        (e.smoothed_us(), e.upper_us(), e.floor_us(at(0))),
+        (10_250.0, 12_250.0, 10_000.0)
+    );
+    // var = 0.75 * 500 + 0.25 * |10 250 - 8 000| = 937.5;
+    // smoothed = 0.875 * 10 250 + 0.125 * 8 000 = 9 968.75; a sample below
+    // the floor (by less than a step) is the new floor.
+    sample(&mut e, 0, 8_000);
+    assert_eq!(
+        (e.smoothed_us(), e.upper_us(), e.floor_us(at(0))),
+        (9_968.75, 9_968.75 + 4.0 * 937.5, 8_000.0)
+    );
+    assert_eq!(e.queueing(at(0)), Duration::from_micros(1_968));
+    assert_eq!(e.steps(), 0);
+}
+
+#[test]
+fn a_fall_of_exactly_50ms_is_a_lower_floor_a_deeper_one_a_step_back() {
+    let mut e = OwdEstimator::default();
+    sample(&mut e, 0, 100_000);
+    sample(&mut e, 1_000, 50_000);
+    assert_eq!(e.steps(), 0);
+    assert_eq!(e.floor_us(at(1_000)), 50_000.0);
+    assert_eq!(e.smoothed_us(), 0.875 * 100_000.0 + 0.125 * 50_000.0);
+
+    let mut e = OwdEstimator::default();
+    sample(&mut e, 0, 100_000);
+    sample(&mut e, 1_000, 49_999);
+    assert_eq!(e.steps(), 1);
+    assert_eq!(e.floor_us(at(1_000)), 49_999.0);
+    // The smoothed value restarts past the step instead of averaging it in.
+    assert_eq!(e.smoothed_us(), 49_999.0);
+}
+
+#[test]
+fn an_epoch_closes_at_two_seconds_and_keeps_its_earliest_minimum() {
+    let mut e = OwdEstimator::default();
+    // Epoch [0, 2 s): two equal minima, at 0 and 1 s; the one at 0 counts.
+    // Then one sample per epoch on a 100 ppm line: 200 µs per 2 s.
+    for (t, v) in [
+        (0, 10_000),
+        (1_000_000, 10_000),
+        (2_000_000, 10_200),
+        (4_000_000, 10_400),
+    ] {
+        sample(&mut e, t, v);
+        assert_eq!(e.skew_ppm(), 0.0, "fewer than three epochs at {t}");
+    }
+    // The sample at 6 s closes the third epoch: minima (0, 10 000),
+    // (2 s, 10 200), (4 s, 10 400), every pairwise slope 100 ppm. Had the
+    // first epoch kept its minimum at 1 s, the slopes would be 200, 133 and
+    // 100 ppm; had it closed only after 2 s, there would be two epochs.
+    sample(&mut e, 6_000_000, 10_600);
+    assert!((e.skew_ppm() - 100.0).abs() < 1e-6, "{}", e.skew_ppm());
+}
+
+#[test]
+fn the_floor_is_the_lowest_epoch_minimum_projected_along_the_drift() {
+    let mut e = OwdEstimator::default();
+    // One sample per epoch on a 100 ppm line (200 µs per 2 s), except the
+    // one at 6 s, 500 µs below it.
+    for k in 0..=6i64 {
+        let v = 10_000 + 200 * k - if k == 3 { 500 } else { 0 };
+        sample(&mut e, k * 2_000_000, v);
+    }
+    // At 12 s the epochs at 0..10 s are closed; ten of their fifteen slopes
+    // are 100 ppm, so the slope is too. Projected to 12 s the line's minima
+    // read 11 200, the one at 6 s 10 100 + 600 = 10 700: the floor.
+    assert!((e.skew_ppm() - 100.0).abs() < 1e-6, "{}", e.skew_ppm());
+    let floor = e.floor_us(at(12_000_000));
+    assert!((floor - 10_700.0).abs() < 1e-6, "{floor}");
+    // And it keeps moving along the slope: 100 µs a second.
+    let later = e.floor_us(at(13_000_000));
+    assert!((later - 10_800.0).abs() < 1e-6, "{later}");
+}
+
+#[test]
+fn the_window_keeps_an_epoch_minimum_for_exactly_two_minutes() {
+    let mut e = OwdEstimator::default();
+    // One sample every 2 s (each closes an epoch); the first is 1 ms lower.
+    for k in 0..=60i64 {
+        sample(&mut e, k * 2_000_000, if k == 0 { 9_000 } else { 10_000 });
+    }
+    // At 120 s the minimum at 0 is exactly WINDOW_US old: still in.
+    assert_eq!(e.skew_ppm(), 0.0);
+    assert_eq!(e.floor_us(at(120_000_000)), 9_000.0);
+    // At 122 s it is older and gone: the floor is the later minima.
+    sample(&mut e, 122_000_000, 10_000);
+    assert_eq!(e.floor_us(at(122_000_000)), 10_000.0);
+}
+
+#[test]
+fn a_queue_rising_past_50ms_a_millisecond_at_a_time_is_not_a_step() {
+    let mut e = OwdEstimator::default();
+    let mut t = 0;
+    for _ in 0..200 {
+        sample(&mut e, t, 10_000);
+        t += 5_000;
+    }
+    // The queue grows 1 ms per sample to 120 ms: above the 50 ms of a step,
+    // but no sample jumps from the one before.
+    for q in 1..=120 {
+        sample(&mut e, t, 10_000 + q * 1_000);
+        t += 5_000;
+    }
+    assert_eq!(e.steps(), 0);
+    // The smoothed value lags the ramp by about 7 samples (gain 1/8).
+    let q = e.queueing(at(t));
+    assert!(q >= Duration::from_millis(110), "{q:?}");
+}
+
+#[test]
+fn a_step_forward_is_confirmed_after_100ms_and_8_samples_and_not_counted_before() {
+    let mut e = OwdEstimator::default();
+    for k in 0..100 {
+        sample(&mut e, k * 10_000, 10_000);
+    }
+    // From 1 s on, every sample reads 200 ms more: a sample every 10 ms.
+    let t0 = 1_000_000;
+    for k in 0..10 {
+        let t = t0 + k * 10_000;
+        sample(&mut e, t, 210_000);
+        assert_eq!(e.steps(), 0, "confirmed early, {k} samples in");
+        // Until it is known to be a step, the jump is not queueing.
+        assert_eq!(e.queueing(at(t)), Duration::ZERO, "{k} samples in");
+    }
+    // The eleventh sample is 100 ms after the first: the rise is a step.
+    sample(&mut e, t0 + 100_000, 210_000);
+    assert_eq!(e.steps(), 1);
+    assert_eq!(e.floor_us(at(t0 + 100_000)), 210_000.0);
+    assert_eq!(e.queueing(at(t0 + 100_000)), Duration::ZERO);
+}

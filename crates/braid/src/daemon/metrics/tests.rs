@@ -46,6 +46,7 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         reseq_delay_max: Duration::from_millis(40),
         reseq_delay_mean: Duration::from_millis(2),
         reseq_delivered_late: 0,
+        reseq_delivered_early: 0,
         reseq_skipped: 0,
         delivered: 1234,
         send_queue_bytes: 3000,
