@@ -506,8 +506,12 @@ impl Sender {
 
     /// Keeps a datagram just sent as `path`'s packet `pseq` until the path
     /// settles it. Copies (redundant scheduling) and probes are not kept:
-    /// another copy is their reinjection.
-    fn keep_sent(&mut self, path: usize, pseq: u64, q: Queued) {
+    /// another copy is their reinjection. Nor is one sent into a path
+    /// already down (see [`Sender::sent_into`]).
+    fn keep_sent(&mut self, now: Instant, path: usize, pseq: u64, q: Queued) {
+        if self.sent_into(now, path) {
+            return;
+        }
         let kept = Kept {
             gseq: q.gseq,
             flow_gap: q.flow_gap,
@@ -517,6 +521,27 @@ impl Sender {
         if self.in_flight.keep(path, pseq, kept).is_some() {
             self.counters.reinject_not_kept += 1;
         }
+    }
+
+    /// A datagram was just scheduled on `path`; returns whether the path is
+    /// down. A down path gets one only as a last resort (earliest-arrival:
+    /// by their estimates the live paths cannot send it before it goes
+    /// stale). Re-sending it when the path's silence is noticed again
+    /// would put it behind newer datagrams, late, in their room, so it is
+    /// not kept: it arrives if the path is back, or is lost, as the
+    /// scheduler took it to be. And when the path is due a probe, this
+    /// datagram is it: its acknowledgement brings the path back as a
+    /// copy's would, and a copy of a datagram sent elsewhere could not
+    /// follow it (numbers must rise along a path).
+    fn sent_into(&mut self, now: Instant, path: usize) -> bool {
+        let p = &mut self.paths[path];
+        if !p.is_suspect() {
+            return false;
+        }
+        if p.probe_due(now) {
+            p.on_probe_sent(now);
+        }
+        true
     }
 
     /// Drops queued datagram `index` unsent; the receiver is told to skip
@@ -580,12 +605,15 @@ impl Sender {
 
     /// Queue index of the first datagram with at least `ahead_bytes` of wire
     /// bytes before it that `path` may carry: global numbers must rise along
-    /// each path, or the receiver's loss inference breaks.
+    /// each path, or the receiver's loss inference breaks; and a datagram
+    /// sent again never goes to a down path.
     fn index_behind(&self, ahead_bytes: u64, path: usize) -> Option<usize> {
         let floor = self.last_gseq_on[path];
+        let down = self.paths[path].is_suspect();
         let mut before = 0u64;
         for (i, q) in self.queue.iter().enumerate() {
-            if before >= ahead_bytes && floor.is_none_or(|f| q.gseq > f) {
+            let may = floor.is_none_or(|f| q.gseq > f) && !(down && q.reinjected);
+            if before >= ahead_bytes && may {
                 return Some(i);
             }
             before += wire_bytes(q.payload.len());
@@ -626,7 +654,9 @@ impl Sender {
             .map(|v| v.index)
     }
 
-    /// The decision restricted to `allowed` paths.
+    /// The decision restricted to `allowed` paths for the head; a datagram
+    /// sent behind it may go to any usable path (`index_behind` keeps
+    /// datagrams sent again away from down paths).
     fn restrict(&self, decision: Decision, allowed: PathSet) -> Decision {
         let fallback = || {
             self.fallback_path(allowed)
@@ -641,7 +671,7 @@ impl Sender {
                     Decision::Send(kept)
                 }
             }
-            Decision::SendBehind { path, .. } if !allowed.contains(path) => fallback(),
+            Decision::SendBehind { path, .. } if !self.usable.contains(path) => fallback(),
             d => d,
         }
     }
@@ -715,8 +745,13 @@ impl Sender {
                         self.refresh_view(i, now, head_bytes);
                     }
                     self.probe_down_paths(now, set, &q);
-                    if let Some((i, pseq)) = only {
-                        self.keep_sent(i, pseq, q);
+                    match only {
+                        Some((i, pseq)) => self.keep_sent(now, i, pseq, q),
+                        None => {
+                            for i in set.iter() {
+                                self.sent_into(now, i);
+                            }
+                        }
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
@@ -734,7 +769,8 @@ impl Sender {
                     let pseq = self.paths[path].next_pseq();
                     self.transmit(now, path, &q);
                     self.refresh_view(path, now, head_bytes);
-                    self.keep_sent(path, pseq, q);
+                    self.probe_down_paths(now, PathSet::one(path), &q);
+                    self.keep_sent(now, path, pseq, q);
                 }
             }
         }
@@ -1045,6 +1081,41 @@ mod tests {
         // A new datagram still rises along b.
         s.send(t0 + ms(540), vec![7; 1000]).unwrap();
         assert_eq!(sent_gseqs(&mut s), vec![(0, 8)]);
+    }
+
+    #[test]
+    fn what_goes_into_a_down_path_is_not_kept_and_probes_it_when_due() {
+        let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        eight_sent_then_a_silent(&mut s, t0);
+        let t1 = t0 + ms(500);
+        s.handle_timeout(t1);
+        run_until(&mut s, t1 + ms(5));
+        assert_eq!(sent_gseqs(&mut s).len(), 4);
+        assert_eq!(s.counters.reinjected, 4);
+        let kept = s.kept_in_flight_bytes();
+        // Round robin ignores liveness: every other new datagram goes into
+        // the down path a. None of those is kept; the first is a's probe,
+        // the next ones are not (the probe interval has not passed).
+        for _ in 0..4 {
+            s.send(t1 + ms(5), vec![7; 1000]).unwrap();
+        }
+        run_until(&mut s, t1 + ms(10));
+        let sent = sent_gseqs(&mut s);
+        assert_eq!(on_path(&sent, 0).len(), 2, "{sent:?}");
+        assert_eq!(s.path(0).counters.probe_packets, 1);
+        assert_eq!(s.kept_in_flight_bytes(), kept + 2 * 1000);
+        // A probe interval later, the next one into a is its probe again.
+        let t2 = t1 + crate::path::PROBE_INTERVAL + ms(5);
+        s.send(t2, vec![7; 1000]).unwrap();
+        s.send(t2, vec![7; 1000]).unwrap();
+        run_until(&mut s, t2 + ms(5));
+        assert_eq!(on_path(&sent_gseqs(&mut s), 0).len(), 1);
+        assert_eq!(s.path(0).counters.probe_packets, 2);
+        // Its next silence re-sends nothing: a had nothing kept.
+        let t3 = s.path(0).timeout_at().expect("in flight");
+        s.handle_timeout(t3);
+        assert_eq!(s.counters.reinjected, 4);
     }
 
     #[test]
