@@ -506,12 +506,8 @@ impl Sender {
 
     /// Keeps a datagram just sent as `path`'s packet `pseq` until the path
     /// settles it. Copies (redundant scheduling) and probes are not kept:
-    /// another copy is their reinjection. Nor is one sent into a path
-    /// already down (see [`Sender::sent_into`]).
-    fn keep_sent(&mut self, now: Instant, path: usize, pseq: u64, q: Queued) {
-        if self.sent_into(now, path) {
-            return;
-        }
+    /// another copy is their reinjection.
+    fn keep_sent(&mut self, path: usize, pseq: u64, q: Queued) {
         let kept = Kept {
             gseq: q.gseq,
             flow_gap: q.flow_gap,
@@ -523,25 +519,19 @@ impl Sender {
         }
     }
 
-    /// A datagram was just scheduled on `path`; returns whether the path is
-    /// down. A down path gets one only as a last resort (earliest-arrival:
-    /// by their estimates the live paths cannot send it before it goes
-    /// stale). Re-sending it when the path's silence is noticed again
-    /// would put it behind newer datagrams, late, in their room, so it is
-    /// not kept: it arrives if the path is back, or is lost, as the
-    /// scheduler took it to be. And when the path is due a probe, this
-    /// datagram is it: its acknowledgement brings the path back as a
-    /// copy's would, and a copy of a datagram sent elsewhere could not
-    /// follow it (numbers must rise along a path).
-    fn sent_into(&mut self, now: Instant, path: usize) -> bool {
+    /// A datagram was just scheduled on `path`. A down path gets one only
+    /// as a last resort (earliest-arrival: by their estimates the live
+    /// paths cannot send it before it goes stale), and when the path is
+    /// due a probe, that datagram is it: its acknowledgement brings the
+    /// path back as a copy's would, and no copy of a datagram sent
+    /// elsewhere could follow it (numbers must rise along a path, and
+    /// last-resort datagrams are taken from deep in the window). Without
+    /// this, a down path fed as a last resort was never probed.
+    fn probe_if_down(&mut self, now: Instant, path: usize) {
         let p = &mut self.paths[path];
-        if !p.is_suspect() {
-            return false;
-        }
         if p.probe_due(now) {
             p.on_probe_sent(now);
         }
-        true
     }
 
     /// Drops queued datagram `index` unsent; the receiver is told to skip
@@ -742,16 +732,12 @@ impl Sender {
                         }
                         only = (n == 0).then(|| (i, self.paths[i].next_pseq()));
                         self.transmit(now, i, &q);
+                        self.probe_if_down(now, i);
                         self.refresh_view(i, now, head_bytes);
                     }
                     self.probe_down_paths(now, set, &q);
-                    match only {
-                        Some((i, pseq)) => self.keep_sent(now, i, pseq, q),
-                        None => {
-                            for i in set.iter() {
-                                self.sent_into(now, i);
-                            }
-                        }
+                    if let Some((i, pseq)) = only {
+                        self.keep_sent(i, pseq, q);
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
@@ -768,9 +754,10 @@ impl Sender {
                     self.counters.sent_behind += 1;
                     let pseq = self.paths[path].next_pseq();
                     self.transmit(now, path, &q);
+                    self.probe_if_down(now, path);
                     self.refresh_view(path, now, head_bytes);
                     self.probe_down_paths(now, PathSet::one(path), &q);
-                    self.keep_sent(now, path, pseq, q);
+                    self.keep_sent(path, pseq, q);
                 }
             }
         }
@@ -1084,27 +1071,26 @@ mod tests {
     }
 
     #[test]
-    fn what_goes_into_a_down_path_is_not_kept_and_probes_it_when_due() {
+    fn a_datagram_scheduled_into_a_down_path_is_its_probe_when_one_is_due() {
         let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
         let t0 = Instant::from_nanos(1_000_000_000);
         eight_sent_then_a_silent(&mut s, t0);
         let t1 = t0 + ms(500);
         s.handle_timeout(t1);
         run_until(&mut s, t1 + ms(5));
-        assert_eq!(sent_gseqs(&mut s).len(), 4);
-        assert_eq!(s.counters.reinjected, 4);
-        let kept = s.kept_in_flight_bytes();
+        // a's four re-sent on b: below a's numbers, none can be a's probe.
+        assert_eq!(on_path(&sent_gseqs(&mut s), 1).len(), 4);
+        assert_eq!(s.path(0).counters.probe_packets, 0);
         // Round robin ignores liveness: every other new datagram goes into
-        // the down path a. None of those is kept; the first is a's probe,
-        // the next ones are not (the probe interval has not passed).
+        // the down path a. The first is a's probe, the next one is not
+        // (the probe interval has not passed), and no copy goes to a.
         for _ in 0..4 {
             s.send(t1 + ms(5), vec![7; 1000]).unwrap();
         }
         run_until(&mut s, t1 + ms(10));
         let sent = sent_gseqs(&mut s);
-        assert_eq!(on_path(&sent, 0).len(), 2, "{sent:?}");
+        assert_eq!((on_path(&sent, 0).len(), sent.len()), (2, 4), "{sent:?}");
         assert_eq!(s.path(0).counters.probe_packets, 1);
-        assert_eq!(s.kept_in_flight_bytes(), kept + 2 * 1000);
         // A probe interval later, the next one into a is its probe again.
         let t2 = t1 + crate::path::PROBE_INTERVAL + ms(5);
         s.send(t2, vec![7; 1000]).unwrap();
@@ -1112,10 +1098,7 @@ mod tests {
         run_until(&mut s, t2 + ms(5));
         assert_eq!(on_path(&sent_gseqs(&mut s), 0).len(), 1);
         assert_eq!(s.path(0).counters.probe_packets, 2);
-        // Its next silence re-sends nothing: a had nothing kept.
-        let t3 = s.path(0).timeout_at().expect("in flight");
-        s.handle_timeout(t3);
-        assert_eq!(s.counters.reinjected, 4);
+        assert_eq!(s.path(0).counters.sent_packets, 4 + 3);
     }
 
     #[test]

@@ -111,14 +111,13 @@ fn a_dying_fast_path_loses_nothing_when_the_other_path_has_room() {
 #[test]
 fn a_down_path_is_probed_on_time_when_the_live_path_has_no_room() {
     // The live path has carried almost nothing, so its rate estimate is a
-    // fraction of the 5.9 Mbit/s offered while the fast path is dark: the
+    // fraction of the 5.7 Mbit/s offered while the fast path is dark: the
     // rest goes into the dead path as a last resort (earliest-arrival).
-    // Those datagrams are not kept for reinjection (re-sent a silence
-    // later they were late and pushed newer ones out: 93 re-sent, 94 gone
-    // stale at the sender), and a down path is still probed every
-    // PROBE_INTERVAL (it was probed not at all: the re-sent datagrams at
-    // the head never rise above its numbers, and the last-resort ones
-    // kept its numbers above every later head).
+    // The down path must still be probed every PROBE_INTERVAL. It was not
+    // probed at all: probes copied a head only if its number rose above
+    // the down path's, and the re-sent datagrams at the head never do,
+    // while the last-resort ones kept the down path's numbers above every
+    // later head. A last-resort datagram is now the probe when one is due.
     let r = bench(
         &["8mbit,5ms,blackout=1s+500ms", "8mbit,20ms"],
         "earliest-arrival",
@@ -132,13 +131,9 @@ fn a_down_path_is_probed_on_time_when_the_live_path_has_no_room() {
     let down_ms = 500.0 - 20.0;
     let due = (down_ms / (PROBE_INTERVAL.as_secs_f64() * 1e3)).floor() as u64;
     assert!(dead.probe_packets >= due, "{dead:?}");
-    let sender = r.sender.as_ref().expect("datagram mode");
-    // Only what was in flight at the death (a 5 ms path's window, about
-    // ten datagrams) goes out again.
-    assert!(sender.reinjected <= 12, "{sender:?}");
-    assert!(sender.dropped_stale <= 5, "{sender:?}");
-    // The time-averaged loss is what the dead path swallowed, as before.
-    assert!(r.loss_rate < 0.07, "{}", r.loss_rate);
+    // What the live path cannot carry is lost, no more than without
+    // reinjection (6.5 %), and the live path carries at its rate.
+    assert!(r.loss_rate < 0.066, "{}", r.loss_rate);
 }
 
 #[test]
