@@ -761,7 +761,35 @@ impl Sender {
                 }
             }
         }
+        self.probe_from_window(now);
         self.flush_skips(now);
+    }
+
+    /// A down path still due a probe once the drain is done (what went out
+    /// was below its numbers: datagrams sent again after its death, or
+    /// ones behind which it carried deeper ones) gets a copy of the first
+    /// waiting datagram above its numbers, which is still sent as
+    /// scheduled. So a down path is probed every `PROBE_INTERVAL` from its
+    /// death on, whatever heads the window.
+    fn probe_from_window(&mut self, now: Instant) {
+        for i in 0..self.paths.len() {
+            if !self.paths[i].probe_due(now) {
+                continue;
+            }
+            let floor = self.last_gseq_on[i];
+            let Some(q) = self.queue.iter().find(|q| floor.is_none_or(|f| q.gseq > f)) else {
+                continue;
+            };
+            let copy = Queued {
+                gseq: q.gseq,
+                flow_gap: q.flow_gap,
+                payload: q.payload.clone(),
+                enqueued: q.enqueued,
+                reinjected: q.reinjected,
+            };
+            self.transmit(now, i, &copy);
+            self.paths[i].on_probe_sent(now);
+        }
     }
 
     /// A copy of `q` to each down path due a probe (see `path::Liveness`),
