@@ -441,6 +441,28 @@ fn late_packets_split_skipped_ranges_and_duplicates_stay_duplicates() {
     assert!(d.iter().all(|d| !d.in_order));
     assert_eq!(r.counters.duplicates, 2);
     assert_eq!(r.counters.delivered_late, 4);
+    // 0..10 less 4, then 0 (its first), 9 (its last), 5 (first of 5..9):
+    // no empty range is left behind to count against the range cap.
+    assert_eq!(skipped_ranges(&r), vec![(1, 4), (6, 9)]);
+}
+
+#[test]
+fn numbers_delivered_ahead_keep_a_hole_open_up_to_skip_memory() {
+    let mut r = Resequencer::new(ReseqConfig {
+        mode: ReseqMode::PassThrough,
+        ..ReseqConfig::default()
+    });
+    // Hole at 0; 1..=SKIP_MEMORY delivered ahead of it.
+    for g in 1..=SKIP_MEMORY {
+        r.push(at(0), g, vec![], None, FlowLink::Unknown);
+    }
+    assert_eq!(drain(&mut r).len() as u64, SKIP_MEMORY);
+    assert_eq!((r.next, r.counters.skipped), (0, 0));
+    // One more and the hole is given up: everything ahead is passed.
+    r.push(at(0), SKIP_MEMORY + 1, vec![], None, FlowLink::Unknown);
+    assert_eq!(gseqs(&drain(&mut r)), vec![SKIP_MEMORY + 1]);
+    assert_eq!((r.next, r.counters.skipped), (SKIP_MEMORY + 2, 1));
+    assert!(r.seen_ahead.is_empty());
 }
 
 #[test]
@@ -847,4 +869,111 @@ proptest! {
         prop_assert_eq!(r.held_packets(), 0);
         prop_assert!(r.waiting.is_empty());
     }
+}
+
+#[test]
+fn a_skip_notice_rearms_the_hole_timer_for_the_next_hole() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 1, vec![], None, FlowLink::Unknown);
+    r.push(at(4), 3, vec![], None, FlowLink::Unknown);
+    assert_eq!(r.poll_timeout(), Some(at(10)));
+    // The sender dropped 0: 1 goes, and hole 2 heads the line from 6 ms,
+    // with its own full timeout.
+    r.skip(at(6), 0, 1);
+    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
+    assert_eq!(r.poll_timeout(), Some(at(16)));
+    // It dropped 2 as well: no hole is left, and no hole timer.
+    r.skip(at(7), 2, 1);
+    assert_eq!(gseqs(&drain(&mut r)), vec![3]);
+    assert_eq!(r.timer, None);
+}
+
+fn skipped_ranges(r: &Resequencer) -> Vec<(u64, u64)> {
+    r.skipped.iter().map(|(&s, &(e, _))| (s, e)).collect()
+}
+
+#[test]
+fn skips_are_remembered_for_skip_memory_numbers_below_the_delivery_point() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.skip(at(0), 0, 10);
+    r.push(at(0), 10, vec![], None, FlowLink::Unknown);
+    r.skip(at(0), 11, SKIP_MEMORY as u32);
+    // next = 11 + SKIP_MEMORY: the memory starts at 11, so 0..10 is gone.
+    assert_eq!(r.next, 11 + SKIP_MEMORY);
+    assert_eq!(skipped_ranges(&r), vec![(11, 11 + SKIP_MEMORY)]);
+    r.skip(at(0), 11 + SKIP_MEMORY, 3);
+    // Three more: the memory starts at 14, inside the older range.
+    assert_eq!(
+        skipped_ranges(&r),
+        vec![(14, 11 + SKIP_MEMORY), (11 + SKIP_MEMORY, 14 + SKIP_MEMORY)]
+    );
+    // A late copy of a forgotten skip is a duplicate; one remembered is late.
+    for g in [5, 12, 14] {
+        r.push(at(1), g, vec![], None, FlowLink::Unknown);
+    }
+    assert_eq!(gseqs(&drain(&mut r)), vec![10, 14]);
+    assert_eq!((r.counters.duplicates, r.counters.delivered_late), (2, 1));
+}
+
+#[test]
+fn skips_are_remembered_in_at_most_max_skipped_ranges() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // One skipped number, one delivered, over and over: separate ranges.
+    let n = MAX_SKIPPED_RANGES as u64 + 1;
+    for i in 0..n {
+        r.skip(at(0), 2 * i, 1);
+        r.push(at(0), 2 * i + 1, vec![], None, FlowLink::Unknown);
+    }
+    assert_eq!(r.skipped.len(), MAX_SKIPPED_RANGES);
+    assert_eq!(skipped_ranges(&r)[0], (2, 3));
+    assert_eq!(r.counters.skipped, n);
+}
+
+#[test]
+fn passing_a_number_delivered_ahead_records_no_empty_skip() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // 1 is its flow's first packet: delivered ahead of hole 0.
+    r.push(at(0), 1, vec![], None, FlowLink::First);
+    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
+    // 0 was dropped by the sender: skipped; 1 is passed, not skipped.
+    r.skip(at(1), 0, 1);
+    assert_eq!(r.next, 2);
+    assert_eq!(skipped_ranges(&r), vec![(0, 1)]);
+    assert_eq!(r.counters.skipped, 1);
+}
+
+#[test]
+fn a_held_byte_count_of_exactly_max_bytes_is_kept() {
+    let mut r = Resequencer::new(ReseqConfig {
+        max_bytes: 100,
+        ..ReseqConfig::default()
+    });
+    r.push(at(0), 1, vec![0; 60], None, FlowLink::Unknown);
+    r.push(at(0), 2, vec![0; 40], None, FlowLink::Unknown);
+    assert!(drain(&mut r).is_empty(), "100 bytes held, the bound");
+    r.push(at(0), 3, vec![0; 1], None, FlowLink::Unknown);
+    assert_eq!(gseqs(&drain(&mut r)), vec![1, 2, 3]);
+}
+
+#[test]
+fn entries_of_packets_released_out_of_line_are_dropped_past_twice_the_held() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    // Hole 0; 1 000 and 1 001 are held behind it throughout.
+    r.push(at(0), 1_000, vec![], None, FlowLink::Unknown);
+    r.push(at(0), 1_001, vec![], None, FlowLink::Unknown);
+    let mut lens = Vec::new();
+    for i in 0..40 {
+        // b waits for its flow's a; a arrives first of its flow and both go
+        // ahead of the hole, leaving b's arrival entry behind the others.
+        let (a, b) = (2 + 2 * i, 3 + 2 * i);
+        r.push(at(0), b, vec![], None, FlowLink::After(a));
+        r.push(at(0), a, vec![], None, FlowLink::First);
+        lens.push(r.arrivals.len());
+    }
+    assert_eq!(r.held.len(), 2);
+    // The check runs as b is pushed, with three held: entries pile up to
+    // 2 * 3 + 16 = 22, and the push that makes them 23 keeps the 3 live.
+    let expect: Vec<usize> = (0..40).map(|i| 3 + i % 20).collect();
+    assert_eq!(lens, expect);
 }
