@@ -18,6 +18,7 @@ pub mod crypto;
 pub mod fq;
 pub mod path;
 pub mod receiver;
+mod reinject;
 pub mod reseq;
 pub mod sched;
 pub mod sender;

@@ -23,6 +23,7 @@ use std::time::Duration;
 use crate::cc::CcKind;
 use crate::fq::{FlowQueue, FqConfig};
 use crate::path::{PathSender, PACING_CREDIT};
+use crate::reinject::{InFlightPayloads, Kept};
 use crate::sched::{
     self, Decision, PathInfo, PathSet, PathView, SchedContext, SchedError, Scheduler,
 };
@@ -77,6 +78,7 @@ pub struct Transmit {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SenderCounters {
     pub accepted: u64,
     pub rejected_queue_full: u64,
@@ -95,6 +97,17 @@ pub struct SenderCounters {
     pub sent_behind: u64,
     /// Packets telling the receiver which numbers were dropped unsent.
     pub skip_packets: u64,
+    /// Datagrams a path had in flight when it went silent or was taken
+    /// out of use, sent again on another path (see [`crate::reinject`]);
+    /// not counted in `sent_datagrams` a second time...
+    pub reinjected: u64,
+    /// ...and their payload bytes.
+    pub reinjected_bytes: u64,
+    /// Datagrams put back for reinjection that had waited past the queue
+    /// delay limit since they were offered: dropped, not sent again.
+    pub reinject_stale: u64,
+    /// Datagrams sent while the reinjection store was full, so not kept.
+    pub reinject_not_kept: u64,
     pub malformed_feedback: u64,
 }
 
@@ -109,6 +122,8 @@ struct Queued {
     flow_gap: u16,
     payload: Vec<u8>,
     enqueued: Instant,
+    /// Sent once already, on a path that died (see `Sender::reinject_from`).
+    reinjected: bool,
 }
 
 fn wire_bytes(payload: usize) -> u64 {
@@ -173,6 +188,8 @@ pub struct Sender {
     /// Paths the scheduler may use (a session takes down paths and idle
     /// backups out).
     usable: PathSet,
+    /// Payloads of the datagrams each path has in flight, for reinjection.
+    in_flight: InFlightPayloads,
     pub counters: SenderCounters,
 }
 
@@ -195,6 +212,8 @@ impl Sender {
             max_bytes: config.max_queue_bytes,
             ..config.fq
         });
+        // Kept payloads cost at most what the queue may hold.
+        let in_flight = InFlightPayloads::new(config_paths, config.max_queue_bytes);
         let last_gseq_of_bucket = vec![None; flows.bucket_count()];
         Ok(Sender {
             paths,
@@ -217,6 +236,7 @@ impl Sender {
             out: VecDeque::new(),
             views: Vec::new(),
             usable: PathSet::all(config_paths),
+            in_flight,
             counters: SenderCounters::default(),
         })
     }
@@ -256,10 +276,24 @@ impl Sender {
     /// path left out looks closed and stalled to the scheduler, and a
     /// decision naming it goes to the usable path with the smallest RTT
     /// that can send now, or waits.
+    ///
+    /// What a path leaving the set had in flight is sent again on the
+    /// others (see `Sender::reinject_from`): a path taken out while it
+    /// still works (a backup once a primary is back) costs that many
+    /// duplicates, which the receiver drops.
     pub fn set_usable_paths(&mut self, now: Instant, usable: PathSet) {
+        let left = PathSet(self.usable.0 & !usable.0);
         self.usable = usable;
         self.last_now = now;
+        for i in left.iter() {
+            self.reinject_from(now, i);
+        }
         self.drain(now);
+    }
+
+    /// Payload bytes kept for reinjection, all paths.
+    pub fn kept_in_flight_bytes(&self) -> usize {
+        self.in_flight.bytes()
     }
 
     pub fn usable_paths(&self) -> PathSet {
@@ -333,6 +367,7 @@ impl Sender {
                 flow_gap,
                 payload: d.payload,
                 enqueued: d.enqueued,
+                reinjected: false,
             });
             self.next_gseq += 1;
         }
@@ -426,8 +461,76 @@ impl Sender {
             .front()
             .is_some_and(|q| now - q.enqueued >= limit)
         {
-            self.counters.dropped_stale += 1;
+            if self.queue[0].reinjected {
+                self.counters.reinject_stale += 1;
+            } else {
+                self.counters.dropped_stale += 1;
+            }
             self.discard(0);
+        }
+    }
+
+    /// Puts what `path` had in flight back at the head of the scheduling
+    /// window with the same global numbers, for the other paths to carry:
+    /// the path went silent, or may no longer be used. The receiver takes a
+    /// number it still waits for, delivers one it gave up on late, once,
+    /// and drops a second copy (see [`crate::reseq`]). Those that waited
+    /// past the queue delay limit are dropped on the way (the receiver is
+    /// told to skip them). Only when another path is usable and not down:
+    /// otherwise they are lost, as a dead path's packets are.
+    ///
+    /// The path's own accounting is untouched: its packets stay declared
+    /// lost there, a late acknowledgement of one counts as that path's
+    /// delivery (`late_acks`), and each copy is a new packet, with its own
+    /// rate sample, on the path that carries it.
+    fn reinject_from(&mut self, now: Instant, path: usize) {
+        let kept = self.in_flight.take_path(path);
+        let live_elsewhere = (0..self.paths.len())
+            .any(|i| i != path && self.usable.contains(i) && !self.paths[i].is_suspect());
+        if !live_elsewhere {
+            return;
+        }
+        // Oldest first at the head, ahead of what was never sent.
+        for k in kept.into_iter().rev() {
+            self.queue_bytes += k.payload.len();
+            self.queue.push_front(Queued {
+                gseq: k.gseq,
+                flow_gap: k.flow_gap,
+                payload: k.payload,
+                enqueued: k.enqueued,
+                reinjected: true,
+            });
+        }
+        self.drop_stale(now);
+    }
+
+    /// Keeps a datagram just sent as `path`'s packet `pseq` until the path
+    /// settles it. Copies (redundant scheduling) and probes are not kept:
+    /// another copy is their reinjection.
+    fn keep_sent(&mut self, path: usize, pseq: u64, q: Queued) {
+        let kept = Kept {
+            gseq: q.gseq,
+            flow_gap: q.flow_gap,
+            payload: q.payload,
+            enqueued: q.enqueued,
+        };
+        if self.in_flight.keep(path, pseq, kept).is_some() {
+            self.counters.reinject_not_kept += 1;
+        }
+    }
+
+    /// A datagram was just scheduled on `path`. A down path gets one only
+    /// as a last resort (earliest-arrival: by their estimates the live
+    /// paths cannot send it before it goes stale), and when the path is
+    /// due a probe, that datagram is it: its acknowledgement brings the
+    /// path back as a copy's would, and no copy of a datagram sent
+    /// elsewhere could follow it (numbers must rise along a path, and
+    /// last-resort datagrams are taken from deep in the window). Without
+    /// this, a down path fed as a last resort was never probed.
+    fn probe_if_down(&mut self, now: Instant, path: usize) {
+        let p = &mut self.paths[path];
+        if p.probe_due(now) {
+            p.on_probe_sent(now);
         }
     }
 
@@ -492,12 +595,15 @@ impl Sender {
 
     /// Queue index of the first datagram with at least `ahead_bytes` of wire
     /// bytes before it that `path` may carry: global numbers must rise along
-    /// each path, or the receiver's loss inference breaks.
+    /// each path, or the receiver's loss inference breaks; and a datagram
+    /// sent again never goes to a down path.
     fn index_behind(&self, ahead_bytes: u64, path: usize) -> Option<usize> {
         let floor = self.last_gseq_on[path];
+        let down = self.paths[path].is_suspect();
         let mut before = 0u64;
         for (i, q) in self.queue.iter().enumerate() {
-            if before >= ahead_bytes && floor.is_none_or(|f| q.gseq > f) {
+            let may = floor.is_none_or(|f| q.gseq > f) && !(down && q.reinjected);
+            if before >= ahead_bytes && may {
                 return Some(i);
             }
             before += wire_bytes(q.payload.len());
@@ -528,25 +634,27 @@ impl Sender {
         }
     }
 
-    /// The usable path that can send now with the smallest RTT: where a
-    /// decision naming an unusable path goes instead.
-    fn fallback_path(&self) -> Option<usize> {
+    /// The `allowed` path that can send now with the smallest RTT: where a
+    /// decision naming another path goes instead.
+    fn fallback_path(&self, allowed: PathSet) -> Option<usize> {
         self.views
             .iter()
-            .filter(|v| v.can_send)
+            .filter(|v| v.can_send && allowed.contains(v.index))
             .min_by_key(|v| v.srtt.unwrap_or(Duration::MAX))
             .map(|v| v.index)
     }
 
-    /// The decision restricted to usable paths.
-    fn restrict(&self, decision: Decision) -> Decision {
+    /// The decision restricted to `allowed` paths for the head; a datagram
+    /// sent behind it may go to any usable path (`index_behind` keeps
+    /// datagrams sent again away from down paths).
+    fn restrict(&self, decision: Decision, allowed: PathSet) -> Decision {
         let fallback = || {
-            self.fallback_path()
+            self.fallback_path(allowed)
                 .map_or(Decision::Wait, |i| Decision::Send(PathSet::one(i)))
         };
         match decision {
             Decision::Send(set) => {
-                let kept = PathSet(set.0 & self.usable.0);
+                let kept = PathSet(set.0 & allowed.0);
                 if kept.is_empty() {
                     fallback()
                 } else {
@@ -556,6 +664,20 @@ impl Sender {
             Decision::SendBehind { path, .. } if !self.usable.contains(path) => fallback(),
             d => d,
         }
+    }
+
+    /// Paths a datagram may go to: the usable ones, and for one sent again
+    /// only those not down (schedulers that ignore liveness, such as
+    /// round robin, would otherwise hand it back to the dead path).
+    fn allowed_for(&self, reinjected: bool) -> PathSet {
+        if !reinjected {
+            return self.usable;
+        }
+        let mut live = PathSet::default();
+        for v in self.views.iter().filter(|v| !v.suspect) {
+            live.insert(v.index);
+        }
+        live
     }
 
     fn refresh_views(&mut self, now: Instant, bytes: u64) {
@@ -582,6 +704,7 @@ impl Sender {
                 break;
             };
             let head_bytes = wire_bytes(head.payload.len());
+            let head_reinjected = head.reinjected;
             if views_for != Some(head_bytes) {
                 self.refresh_views(now, head_bytes);
                 views_for = Some(head_bytes);
@@ -593,7 +716,7 @@ impl Sender {
                 backlog_bytes: self.window_bytes() + self.flow_queue_wire_bytes(),
                 queue_delay_limit: self.queue_delay_limit,
             });
-            let decision = self.restrict(picked);
+            let decision = self.restrict(picked, self.allowed_for(head_reinjected));
             match decision {
                 Decision::Wait => break,
                 Decision::Drop => {
@@ -602,14 +725,20 @@ impl Sender {
                 }
                 Decision::Send(set) => {
                     let q = self.take(0);
+                    let mut only = None;
                     for (n, i) in set.iter().enumerate() {
                         if n > 0 {
                             self.counters.sent_copies += 1;
                         }
+                        only = (n == 0).then(|| (i, self.paths[i].next_pseq()));
                         self.transmit(now, i, &q);
+                        self.probe_if_down(now, i);
                         self.refresh_view(i, now, head_bytes);
                     }
                     self.probe_down_paths(now, set, &q);
+                    if let Some((i, pseq)) = only {
+                        self.keep_sent(i, pseq, q);
+                    }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
                     // The scheduler may reach deeper than the window: the
@@ -623,12 +752,44 @@ impl Sender {
                     };
                     let q = self.take(index);
                     self.counters.sent_behind += 1;
+                    let pseq = self.paths[path].next_pseq();
                     self.transmit(now, path, &q);
+                    self.probe_if_down(now, path);
                     self.refresh_view(path, now, head_bytes);
+                    self.probe_down_paths(now, PathSet::one(path), &q);
+                    self.keep_sent(path, pseq, q);
                 }
             }
         }
+        self.probe_from_window(now);
         self.flush_skips(now);
+    }
+
+    /// A down path still due a probe once the drain is done (what went out
+    /// was below its numbers: datagrams sent again after its death, or
+    /// ones behind which it carried deeper ones) gets a copy of the first
+    /// waiting datagram above its numbers, which is still sent as
+    /// scheduled. So a down path is probed every `PROBE_INTERVAL` from its
+    /// death on, whatever heads the window.
+    fn probe_from_window(&mut self, now: Instant) {
+        for i in 0..self.paths.len() {
+            if !self.paths[i].probe_due(now) {
+                continue;
+            }
+            let floor = self.last_gseq_on[i];
+            let Some(q) = self.queue.iter().find(|q| floor.is_none_or(|f| q.gseq > f)) else {
+                continue;
+            };
+            let copy = Queued {
+                gseq: q.gseq,
+                flow_gap: q.flow_gap,
+                payload: q.payload.clone(),
+                enqueued: q.enqueued,
+                reinjected: q.reinjected,
+            };
+            self.transmit(now, i, &copy);
+            self.paths[i].on_probe_sent(now);
+        }
     }
 
     /// A copy of `q` to each down path due a probe (see `path::Liveness`),
@@ -648,13 +809,20 @@ impl Sender {
     fn take(&mut self, index: usize) -> Queued {
         let q = self.queue.remove(index).expect("index in queue");
         self.queue_bytes -= q.payload.len();
-        self.counters.sent_datagrams += 1;
+        if q.reinjected {
+            self.counters.reinjected += 1;
+            self.counters.reinjected_bytes += q.payload.len() as u64;
+        } else {
+            self.counters.sent_datagrams += 1;
+        }
         q
     }
 
     fn transmit(&mut self, now: Instant, index: usize, q: &Queued) {
         let app_limited = self.queue.is_empty() && self.flows.is_empty();
-        self.last_gseq_on[index] = Some(q.gseq);
+        // A reinjected datagram goes below what the path carried before;
+        // what follows it must still rise above the earlier ones.
+        self.last_gseq_on[index] = self.last_gseq_on[index].max(Some(q.gseq));
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
         let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
@@ -692,8 +860,12 @@ impl Sender {
         for frame in frames {
             match frame {
                 Frame::Ack(ack) => {
-                    if let Some(p) = self.paths.get_mut(usize::from(ack.path)) {
-                        p.on_ack(now, &ack, &mut self.owd_anchor);
+                    let path = usize::from(ack.path);
+                    if let Some(p) = self.paths.get_mut(path) {
+                        let kept = &mut self.in_flight;
+                        p.on_ack_observed(now, &ack, &mut self.owd_anchor, |pseq, _| {
+                            kept.settle(path, pseq)
+                        });
                     }
                 }
                 Frame::Skip(_) => self.counters.malformed_feedback += 1,
@@ -745,10 +917,16 @@ impl Sender {
 
     pub fn handle_timeout(&mut self, now: Instant) {
         self.last_now = now;
-        for p in &mut self.paths {
+        let mut silent = PathSet::default();
+        for (i, p) in self.paths.iter_mut().enumerate() {
             if p.timeout_at().is_some_and(|t| t <= now) {
                 p.on_timeout(now);
+                silent.insert(i);
             }
+        }
+        // After all timeouts, so none goes to a path silent as well.
+        for i in silent.iter() {
+            self.reinject_from(now, i);
         }
         self.drop_stale(now);
         self.drain(now);
@@ -816,5 +994,203 @@ mod tests {
         assert_eq!(transmits(&mut s), (0, vec![range]));
         assert_eq!(s.counters.skip_packets, 2);
         assert!(s.poll_timeout().is_none_or(|t| t > t0 + ms(40)));
+    }
+
+    fn two_paths(scheduler: &str, max_queue_delay: Duration) -> SenderConfig {
+        let path = |name: &str| PathInfo {
+            name: name.into(),
+            cost: 1.0,
+            weight_throughput: None,
+            overflow: false,
+        };
+        let mut config = SenderConfig::new(vec![path("a"), path("b")]);
+        config.scheduler = scheduler.into();
+        config.max_queue_delay = Some(max_queue_delay);
+        config
+    }
+
+    /// (path, gseq) of every data packet the sender put on the wire.
+    fn sent_gseqs(s: &mut Sender) -> Vec<(u8, u64)> {
+        let mut out = Vec::new();
+        while let Some(t) = s.poll_transmit() {
+            if let Packet::Data { header, .. } = Packet::parse(&t.data).unwrap() {
+                assert_eq!(header.path, t.path);
+                out.push((t.path, header.gseq));
+            }
+        }
+        out
+    }
+
+    /// Acknowledges packets `0..=largest` of `path`.
+    fn ack_all(s: &mut Sender, now: Instant, path: u8, largest: u32) {
+        let ack = wire::AckFrame {
+            path,
+            largest_pseq: largest,
+            ack_delay_us: 0,
+            recv_ts_us: 0,
+            bitmap: u64::MAX,
+        };
+        let packet = wire::feedback_packet(path, &[Frame::Ack(ack)]).unwrap();
+        s.handle_datagram(now, &packet).unwrap();
+    }
+
+    /// Fires the sender's timers up to `end`.
+    fn run_until(s: &mut Sender, end: Instant) {
+        while let Some(t) = s.poll_timeout().filter(|&t| t <= end) {
+            s.handle_timeout(t);
+        }
+    }
+
+    fn on_path(sent: &[(u8, u64)], path: u8) -> Vec<u64> {
+        sent.iter().filter(|p| p.0 == path).map(|p| p.1).collect()
+    }
+
+    /// Round robin puts 8 datagrams on two paths; path b acknowledges its
+    /// four, path a stays silent until its timeout (500 ms before any
+    /// round-trip sample).
+    fn eight_sent_then_a_silent(s: &mut Sender, t0: Instant) -> Vec<u64> {
+        for _ in 0..8 {
+            s.send(t0, vec![7; 1000]).unwrap();
+        }
+        let sent = sent_gseqs(s);
+        let on_a = on_path(&sent, 0);
+        assert_eq!((on_a.len(), on_path(&sent, 1).len()), (4, 4));
+        assert_eq!(s.kept_in_flight_bytes(), 8000);
+        ack_all(s, t0 + ms(40), 1, 3);
+        // Acknowledged: no longer kept (at most what is in flight is).
+        assert_eq!(s.kept_in_flight_bytes(), 4000);
+        assert_eq!(s.path(0).timeout_at(), Some(t0 + ms(500)));
+        on_a
+    }
+
+    #[test]
+    fn a_dead_paths_datagrams_go_out_again_on_the_live_path_with_their_numbers() {
+        let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let on_a = eight_sent_then_a_silent(&mut s, t0);
+        s.handle_timeout(t0 + ms(500));
+        assert!(s.path(0).is_suspect());
+        // b's pacing spaces them.
+        run_until(&mut s, t0 + ms(505));
+        // All four on b, oldest first, same numbers; round robin's turns
+        // for a go to b, and no probe of a carries an old number.
+        let again = sent_gseqs(&mut s);
+        assert_eq!(again, on_a.iter().map(|&g| (1, g)).collect::<Vec<_>>());
+        assert_eq!(s.counters.reinjected, 4);
+        assert_eq!(s.counters.reinjected_bytes, 4000);
+        assert_eq!(s.counters.sent_datagrams, 8);
+        assert_eq!(s.counters.reinject_stale, 0);
+        // Now kept as b's packets 4..8.
+        assert_eq!(s.kept_in_flight_bytes(), 4000);
+        // Path a comes back and acknowledges its old packets late: they
+        // count as a's (late) deliveries only; b's copies are b's.
+        ack_all(&mut s, t0 + ms(520), 0, 3);
+        assert!(!s.path(0).is_suspect());
+        assert_eq!(s.path(0).counters.late_acks, 4);
+        assert_eq!(s.path(0).bytes_in_flight(), 0);
+        assert_eq!(s.path(1).counters.acked_packets, 4);
+        assert_eq!(s.kept_in_flight_bytes(), 4000);
+        ack_all(&mut s, t0 + ms(540), 1, 7);
+        assert_eq!(s.path(1).counters.acked_packets, 8);
+        assert_eq!(s.kept_in_flight_bytes(), 0);
+        // A new datagram still rises along b.
+        s.send(t0 + ms(540), vec![7; 1000]).unwrap();
+        assert_eq!(sent_gseqs(&mut s), vec![(0, 8)]);
+    }
+
+    #[test]
+    fn a_datagram_scheduled_into_a_down_path_is_its_probe_when_one_is_due() {
+        let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        eight_sent_then_a_silent(&mut s, t0);
+        let t1 = t0 + ms(500);
+        s.handle_timeout(t1);
+        run_until(&mut s, t1 + ms(5));
+        // a's four re-sent on b: below a's numbers, none can be a's probe.
+        assert_eq!(on_path(&sent_gseqs(&mut s), 1).len(), 4);
+        assert_eq!(s.path(0).counters.probe_packets, 0);
+        // Round robin ignores liveness: every other new datagram goes into
+        // the down path a. The first is a's probe, the next one is not
+        // (the probe interval has not passed), and no copy goes to a.
+        for _ in 0..4 {
+            s.send(t1 + ms(5), vec![7; 1000]).unwrap();
+        }
+        run_until(&mut s, t1 + ms(10));
+        let sent = sent_gseqs(&mut s);
+        assert_eq!((on_path(&sent, 0).len(), sent.len()), (2, 4), "{sent:?}");
+        assert_eq!(s.path(0).counters.probe_packets, 1);
+        // A probe interval later, the next one into a is its probe again.
+        let t2 = t1 + crate::path::PROBE_INTERVAL + ms(5);
+        s.send(t2, vec![7; 1000]).unwrap();
+        s.send(t2, vec![7; 1000]).unwrap();
+        run_until(&mut s, t2 + ms(5));
+        assert_eq!(on_path(&sent_gseqs(&mut s), 0).len(), 1);
+        assert_eq!(s.path(0).counters.probe_packets, 2);
+        assert_eq!(s.path(0).counters.sent_packets, 4 + 3);
+    }
+
+    #[test]
+    fn nothing_is_sent_again_without_another_live_path() {
+        let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for _ in 0..8 {
+            s.send(t0, vec![7; 1000]).unwrap();
+        }
+        let sent = sent_gseqs(&mut s);
+        // The owner takes b out of use: its four go to a at once.
+        s.set_usable_paths(t0 + ms(1), PathSet::one(0));
+        let again = sent_gseqs(&mut s);
+        let on_b: Vec<(u8, u64)> = on_path(&sent, 1).iter().map(|&g| (0, g)).collect();
+        assert_eq!(again, on_b);
+        assert_eq!(s.counters.reinjected, 4);
+        assert_eq!(s.kept_in_flight_bytes(), 8000);
+        // Then a dies too: b is not usable, nothing goes out, nothing is
+        // kept.
+        s.handle_timeout(t0 + ms(500));
+        assert!(s.path(0).is_suspect());
+        assert_eq!(sent_gseqs(&mut s), vec![]);
+        assert_eq!(s.counters.reinjected, 4);
+        assert_eq!(s.kept_in_flight_bytes(), 0);
+    }
+
+    #[test]
+    fn datagrams_past_the_queue_delay_limit_are_not_sent_again() {
+        let mut s = Sender::new(two_paths("rr", ms(300))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let on_a = eight_sent_then_a_silent(&mut s, t0);
+        s.handle_timeout(t0 + ms(500));
+        let (data, skips) = transmits(&mut s);
+        assert_eq!(data, 0);
+        assert_eq!(s.counters.reinject_stale, 4);
+        assert_eq!((s.counters.reinjected, s.counters.dropped_stale), (0, 0));
+        // The receiver is told to stop waiting for them.
+        let skipped: Vec<u64> = skips
+            .iter()
+            .flat_map(|k| k.from..k.from + u64::from(k.count))
+            .collect();
+        assert_eq!(skipped, on_a);
+        assert_eq!(s.kept_in_flight_bytes(), 0);
+    }
+
+    #[test]
+    fn kept_payloads_stay_under_the_queue_byte_limit_and_copies_are_not_kept() {
+        let mut config = two_paths("rr", ms(2000));
+        config.max_queue_bytes = 3000;
+        let mut s = Sender::new(config).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for _ in 0..8 {
+            s.send(t0, vec![7; 1000]).unwrap();
+        }
+        assert_eq!(sent_gseqs(&mut s).len(), 8);
+        assert_eq!(s.kept_in_flight_bytes(), 3000);
+        assert_eq!(s.counters.reinject_not_kept, 5);
+        // Redundant scheduling: every datagram has a copy on the other
+        // path already, none is kept.
+        let mut s = Sender::new(two_paths("redundant", ms(2000))).unwrap();
+        for _ in 0..4 {
+            s.send(t0, vec![7; 1000]).unwrap();
+        }
+        assert_eq!(sent_gseqs(&mut s).len(), 8);
+        assert_eq!(s.kept_in_flight_bytes(), 0);
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use braid_core::path::{PathCounters, PathSender};
 use braid_core::reseq::{Delivery, ReseqCounters};
-use braid_core::sender::Sender;
+use braid_core::sender::{Sender, SenderCounters};
 use braid_core::stream::StreamCounters;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -143,6 +143,10 @@ pub struct Report {
     pub sender_queue_drops: u64,
     /// Datagrams the scheduler dropped (no path could take them).
     pub scheduler_drops: u64,
+    /// The datagram sender's own counters (sent, copies, reinjected, ...);
+    /// absent in reliable mode, which has no datagram sender.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender: Option<SenderCounters>,
     /// Times a path went down (silent for about a round trip), all paths.
     pub path_down_events: u64,
     /// Probe copies sent to down paths, and their share of the bytes sent.
@@ -190,6 +194,7 @@ pub struct SenderView<'a> {
     pub paths: Vec<&'a PathSender>,
     pub queue_drops: u64,
     pub scheduler_drops: u64,
+    pub counters: Option<&'a SenderCounters>,
 }
 
 impl<'a> SenderView<'a> {
@@ -202,6 +207,7 @@ impl<'a> SenderView<'a> {
                 + sender.counters.dropped_codel
                 + sender.counters.dropped_overflow,
             scheduler_drops: sender.counters.dropped_by_scheduler,
+            counters: Some(&sender.counters),
         }
     }
 }
@@ -425,6 +431,7 @@ impl Metrics {
             stall_max_ms: self.stall_max.as_secs_f64() * 1e3,
             sender_queue_drops: sender.queue_drops,
             scheduler_drops: sender.scheduler_drops,
+            sender: sender.counters.cloned(),
             path_down_events: path_counters.map(|c| c.down_events).sum(),
             probe_packets,
             probe_overhead: if sent_packets > 0 {

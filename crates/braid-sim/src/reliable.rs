@@ -155,6 +155,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         paths: (0..s.paths.len()).filter_map(|i| client.path(i)).collect(),
         queue_drops: 0,
         scheduler_drops: 0,
+        counters: None,
     };
     let mut report = metrics.finish(&measured, &view, &ReseqCounters::default(), &links);
     let secs = measured.duration.as_secs_f64();

@@ -167,7 +167,7 @@ fn session(out: &mut String, s: &Value) {
     let r = &s["reseq"];
     let _ = writeln!(
         out,
-        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped; drops {}",
+        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped, {} re-sent off a dead path; drops {}",
         s["established"],
         r["held_packets"],
         r["held_bytes"],
@@ -179,6 +179,7 @@ fn session(out: &mut String, s: &Value) {
         r["skipped"].as_u64().unwrap_or(0),
         s["send_queue_bytes"],
         s["send_dropped"],
+        s["send_reinjected"].as_u64().unwrap_or(0),
         drops(&s["drops"]),
     );
 }

@@ -170,6 +170,11 @@ impl PathSender {
         self.bytes_in_flight
     }
 
+    /// The number the next packet sent on this path will carry.
+    pub fn next_pseq(&self) -> u64 {
+        self.next_pseq
+    }
+
     /// Whether the congestion window has room for `bytes` more.
     pub fn cwnd_open(&self, bytes: u64) -> bool {
         self.bytes_in_flight + bytes <= self.cc.cwnd_bytes().max(bytes)

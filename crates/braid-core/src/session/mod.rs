@@ -1141,6 +1141,8 @@ impl Session {
             delivered: self.delivered,
             send_queue_bytes: self.sender.queued_bytes(),
             send_dropped: c.dropped_stale + c.rejected_queue_full + c.dropped_by_scheduler,
+            send_reinjected: c.reinjected,
+            send_reinjected_bytes: c.reinjected_bytes,
             drops: self.drops.clone(),
         }
     }

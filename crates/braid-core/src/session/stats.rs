@@ -213,5 +213,9 @@ pub struct SessionStats {
     pub send_queue_bytes: usize,
     /// Inner packets dropped in the send queue (stale, full, scheduler).
     pub send_dropped: u64,
+    /// Inner packets a path had in flight when it went down, sent again on
+    /// another path, and their bytes.
+    pub send_reinjected: u64,
+    pub send_reinjected_bytes: u64,
     pub drops: DropCounters,
 }

@@ -1146,3 +1146,37 @@ fn a_link_report_for_an_unknown_path_is_ignored() {
     pair.client.handle_link_change(pair.now, 7, false);
     assert_eq!(pair.client.stats(pair.now).paths[0].state, PathState::Up);
 }
+
+#[test]
+fn what_a_lost_link_had_in_flight_is_sent_again_on_the_other_path() {
+    let mut pair = connected(&[10, 30]);
+    pair.exchange(50, ms(5));
+    // A burst leaves, mostly on the faster path 0; then its link dies with
+    // those packets on it, and the owner reports it at once.
+    for i in 50..70 {
+        pair.client.send(pair.now, tagged(0, i)).unwrap();
+    }
+    pair.flush();
+    let on_path_0 = pair
+        .flights
+        .iter()
+        .filter(|f| f.to_server && f.path == 0)
+        .count();
+    assert!(on_path_0 > 0, "the burst must use path 0");
+    pair.links[0].up = false;
+    pair.client.handle_link_change(pair.now, 0, false);
+    // At once, not after path 0's silence (about 25 ms).
+    pair.run_for(ms(5));
+    assert!(pair.client.stats(pair.now).send_reinjected > 0);
+    pair.run_for(ms(300));
+    // Re-sent on path 1 with their numbers: nothing of the burst is lost.
+    let n = numbers(&pair.server_got);
+    assert!((50..70).all(|i| n.contains(&i)), "lost: {n:?}");
+    let s = pair.client.stats(pair.now);
+    assert!(
+        s.send_reinjected as usize >= on_path_0,
+        "{}",
+        s.send_reinjected
+    );
+    assert_eq!(s.send_reinjected_bytes, s.send_reinjected * 200);
+}

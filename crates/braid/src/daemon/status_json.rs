@@ -69,6 +69,8 @@ pub fn session(s: &SessionStats) -> Value {
         },
         "send_queue_bytes": s.send_queue_bytes,
         "send_dropped": s.send_dropped,
+        "send_reinjected": s.send_reinjected,
+        "send_reinjected_bytes": s.send_reinjected_bytes,
         "drops": drops,
     })
 }

@@ -160,6 +160,7 @@ struct SessionFamilies {
     delivered: CounterFamily,
     send_queue: GaugeFamily,
     send_dropped: CounterFamily,
+    send_reinjected: CounterFamily,
     drops: CounterFamily,
 }
 
@@ -254,6 +255,10 @@ impl SessionFamilies {
                 "braid_send_dropped_packets",
                 "Inner packets dropped in the send queue",
             ),
+            send_reinjected: b.counter(
+                "braid_send_reinjected_packets",
+                "Inner packets a path had in flight when it went down, sent again on another path",
+            ),
             drops: b.counter(
                 "braid_session_drops",
                 "Datagrams the session dropped, by reason",
@@ -307,6 +312,7 @@ impl SessionFamilies {
         add(&self.delivered, base, r["delivered"].as_u64());
         set(&self.send_queue, base, s["send_queue_bytes"].as_f64());
         add(&self.send_dropped, base, s["send_dropped"].as_u64());
+        add(&self.send_reinjected, base, s["send_reinjected"].as_u64());
         drops(&self.drops, base, &s["drops"]);
     }
 }

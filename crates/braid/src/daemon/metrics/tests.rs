@@ -51,6 +51,8 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         delivered: 1234,
         send_queue_bytes: 3000,
         send_dropped: 5,
+        send_reinjected: 6,
+        send_reinjected_bytes: 0,
         drops: DropCounters::default(),
     });
     s["drops"] = json!({"authentication": 3, "replayed": 1});
@@ -118,6 +120,7 @@ fn a_client_document_renders_every_path_and_session_figure() {
         "braid_reseq_delivered_packets_total{} 1234",
         "braid_send_queue_bytes{} 3000",
         "braid_send_dropped_packets_total{} 5",
+        "braid_send_reinjected_packets_total{} 6",
         "braid_session_drops_total{reason=\"authentication\"} 3",
         "braid_session_drops_total{reason=\"replayed\"} 1",
         "braid_daemon_tun_rx_packets_total{} 11",
