@@ -596,4 +596,43 @@ mod tests {
         let floor = 2.885 * (10 * MSS) as f64 * 8.0 / 0.020;
         assert!((rate(&slow) - floor).abs() < 1.0, "{}", rate(&slow));
     }
+
+    /// A BBR in ProbeBW with a 10 ms minimum RTT and `bw` as its maximum.
+    fn probing(bw: f64) -> Bbr {
+        let mut c = Bbr::new();
+        c.mode = Mode::ProbeBw;
+        c.min_rtt = Some(Duration::from_millis(10));
+        c.max_bw.update(c.round, bw);
+        c
+    }
+
+    #[test]
+    fn a_probe_that_found_a_tenth_more_probes_again_at_once() {
+        let ms = |n: u64| Instant::from_duration(Duration::from_millis(n));
+        // The probe starts at 10 Mbit/s; its samples come back in the
+        // phase after it: 11.5 Mbit/s is 15 % more, 10.5 only 5 %.
+        for (found, after) in [(11.5e6, 0), (10.5e6, 2)] {
+            let mut c = probing(found);
+            c.cycle_start_bw = 10e6;
+            c.update_mode(ms(10), 0);
+            assert_eq!((c.cycle_index, c.probe_start_bw), (1, 10e6));
+            c.update_mode(ms(20), 0);
+            assert_eq!(c.cycle_index, after, "found {found}");
+        }
+    }
+
+    #[test]
+    fn drain_lasts_until_in_flight_is_down_to_one_bdp() {
+        let t = Instant::from_duration(Duration::from_millis(50));
+        // 8 Mbit/s x 10 ms = 10 000 bytes.
+        let mut c = probing(8e6);
+        c.mode = Mode::Drain;
+        c.update_mode(t, 12_000);
+        assert_eq!(c.mode, Mode::Drain);
+        c.update_mode(t, 8_000);
+        assert_eq!(
+            (c.mode, c.cycle_index, c.cycle_stamp),
+            (Mode::ProbeBw, 2, t)
+        );
+    }
 }
