@@ -12,8 +12,11 @@ use crate::lock::LabLock;
 use crate::state::{parse_spec, LabConfig, Namespaces, PathConfig};
 use crate::{daemon, direct, netns, topology, LabError};
 
-/// How long `up` waits for the emulator to answer its first request.
-const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `up` waits for the emulator to answer its first request (and
+/// for the paths' carrier). Generous: the emulators of other labs run at
+/// real-time priority, and on a 2-core machine busy with them and a build a
+/// new one took more than 10 s to answer.
+const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `down` gives the emulator to exit after SIGTERM.
 const EMULATOR_STOP_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -242,22 +245,25 @@ fn wait_for_carrier(layout: &LabLayout, paths: &[PathLayout]) -> Result<(), LabE
 
 fn wait_for_emulator(layout: &LabLayout) -> Result<(), LabError> {
     let deadline = Instant::now() + EMULATOR_START_TIMEOUT;
-    loop {
+    let what = loop {
         if layout.pid_file().exists() && emulator_pid(layout).is_none() {
-            break;
+            break "it exited".to_string();
         }
         if let Ok(Response::Status(_)) = ask(layout, &Request::Status) {
             return Ok(());
         }
         if Instant::now() > deadline {
-            break;
+            break format!("no answer within {EMULATOR_START_TIMEOUT:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     let log = std::fs::read_to_string(layout.log_file()).unwrap_or_default();
+    let log = match log.trim() {
+        "" => "(nothing)",
+        text => text,
+    };
     Err(LabError::EmulatorStart(format!(
-        "no answer within {EMULATOR_START_TIMEOUT:?}; its log says: {}",
-        log.trim()
+        "{what}; its log says: {log}"
     )))
 }
 
