@@ -14,8 +14,8 @@ use crate::{daemon, direct, netns, topology, LabError};
 
 /// How long `up` waits for the emulator to answer its first request (and
 /// for the paths' carrier). Generous: the emulators of other labs run at
-/// real-time priority, and on a 2-core machine busy with them and a build a
-/// new one took more than 10 s to answer.
+/// real-time priority, and on a 2-core machine busy with them and a build
+/// 10 s was once not enough.
 const EMULATOR_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `down` gives the emulator to exit after SIGTERM.
 const EMULATOR_STOP_TIMEOUT: Duration = Duration::from_secs(2);
