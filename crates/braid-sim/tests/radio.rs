@@ -46,18 +46,22 @@ fn a_burst_of_loss_is_not_congestion() {
     }
 }
 
-#[test]
-fn a_path_that_comes_back_is_reused_within_a_probe_and_a_few_round_trips() {
-    // The fast path dies three times; at 45 % load the other path alone
-    // could carry everything.
+/// The fast path dies three times; at 45 % load the other path alone
+/// could carry everything.
+fn fast_path_dying_three_times() -> Report {
     let flapping = "20mbit,10ms,blackout=3s+1s,blackout=7s+2s,blackout=12s+1s";
-    let r = bench(
+    bench(
         &[flapping, "20mbit,30ms"],
         "earliest-arrival",
         "cbr:45%",
         16,
         1,
-    );
+    )
+}
+
+#[test]
+fn a_path_that_comes_back_is_reused_within_a_probe_and_a_few_round_trips() {
+    let r = fast_path_dying_three_times();
     let fast = &r.paths[0];
     assert_eq!(r.path_down_events, 3, "{:?}", fast.sender);
     let reuse = fast.time_to_reuse_ms.expect("blackouts");
@@ -88,14 +92,7 @@ fn a_dying_fast_path_loses_nothing_when_the_other_path_has_room() {
     // none goes stale: the bound is zero datagrams lost, not a rate.
     // Before reinjection the same run lost 0.3-0.5 % (about 45 datagrams
     // per death).
-    let flapping = "20mbit,10ms,blackout=3s+1s,blackout=7s+2s,blackout=12s+1s";
-    let r = bench(
-        &[flapping, "20mbit,30ms"],
-        "earliest-arrival",
-        "cbr:45%",
-        16,
-        1,
-    );
+    let r = fast_path_dying_three_times();
     let fast = &r.paths[0];
     assert_eq!(r.path_down_events, 3);
     let swallowed = fast.link.dropped_blackout - fast.sender.probe_packets;
