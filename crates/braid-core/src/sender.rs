@@ -115,7 +115,7 @@ pub struct SenderCounters {
 /// is queued, so that a slow path may carry a later datagram before the
 /// earlier ones leave on a faster path without changing their order at the
 /// receiver.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Queued {
     gseq: u64,
     /// Distance to the previous number of its flow-queue bucket (wire form).
@@ -725,12 +725,17 @@ impl Sender {
                 }
                 Decision::Send(set) => {
                     let q = self.take(0);
-                    let mut only = None;
+                    // A datagram sent on one path is kept for reinjection;
+                    // copies on several are each other's.
+                    let mut paths = set.iter();
+                    let only = match (paths.next(), paths.next()) {
+                        (Some(i), None) => Some((i, self.paths[i].next_pseq())),
+                        _ => None,
+                    };
                     for (n, i) in set.iter().enumerate() {
                         if n > 0 {
                             self.counters.sent_copies += 1;
                         }
-                        only = (n == 0).then(|| (i, self.paths[i].next_pseq()));
                         self.transmit(now, i, &q);
                         self.probe_if_down(now, i);
                         self.refresh_view(i, now, head_bytes);
@@ -780,13 +785,7 @@ impl Sender {
             let Some(q) = self.queue.iter().find(|q| floor.is_none_or(|f| q.gseq > f)) else {
                 continue;
             };
-            let copy = Queued {
-                gseq: q.gseq,
-                flow_gap: q.flow_gap,
-                payload: q.payload.clone(),
-                enqueued: q.enqueued,
-                reinjected: q.reinjected,
-            };
+            let copy = q.clone();
             self.transmit(now, i, &copy);
             self.paths[i].on_probe_sent(now);
         }
