@@ -485,9 +485,7 @@ impl Sender {
     /// rate sample, on the path that carries it.
     fn reinject_from(&mut self, now: Instant, path: usize) {
         let kept = self.in_flight.take_path(path);
-        let live_elsewhere = (0..self.paths.len())
-            .any(|i| i != path && self.usable.contains(i) && !self.paths[i].is_suspect());
-        if !live_elsewhere {
+        if self.live_paths().iter().all(|i| i == path) {
             return;
         }
         // Oldest first at the head, ahead of what was never sent.
@@ -670,12 +668,18 @@ impl Sender {
     /// only those not down (schedulers that ignore liveness, such as
     /// round robin, would otherwise hand it back to the dead path).
     fn allowed_for(&self, reinjected: bool) -> PathSet {
-        if !reinjected {
-            return self.usable;
+        if reinjected {
+            self.live_paths()
+        } else {
+            self.usable
         }
+    }
+
+    /// The usable paths that are not down.
+    fn live_paths(&self) -> PathSet {
         let mut live = PathSet::default();
-        for v in self.views.iter().filter(|v| !v.suspect) {
-            live.insert(v.index);
+        for i in self.usable.iter().filter(|&i| !self.paths[i].is_suspect()) {
+            live.insert(i);
         }
         live
     }
