@@ -99,6 +99,9 @@ pub struct Dequeued {
     pub enqueued: Instant,
     /// The bucket it came from: datagrams of one bucket leave in order.
     pub bucket: usize,
+    /// It came from a bucket on the new-flows list: a sparse flow, one
+    /// that sends less than a quantum per round (RFC 8290 section 4.4).
+    pub sparse: bool,
 }
 
 #[derive(Debug)]
@@ -212,10 +215,38 @@ impl FlowQueue {
     /// Takes the next datagram to schedule. Packets CoDel drops on the way
     /// are counted in `counters.codel_drops`.
     pub fn dequeue(&mut self, now: Instant) -> Option<Dequeued> {
+        self.serve(now, None)
+    }
+
+    /// Takes the next datagram of a sparse flow: from the first bucket on
+    /// the new-flows list that `admit` accepts (moved to the list's head),
+    /// as `dequeue` would. The old list (flows with a standing queue) is
+    /// not served.
+    pub fn dequeue_sparse(
+        &mut self,
+        now: Instant,
+        admit: &dyn Fn(usize) -> bool,
+    ) -> Option<Dequeued> {
+        self.serve(now, Some(admit))
+    }
+
+    fn serve(
+        &mut self,
+        now: Instant,
+        sparse_only: Option<&dyn Fn(usize) -> bool>,
+    ) -> Option<Dequeued> {
         loop {
-            let (b, from_new) = match self.new_flows.front() {
-                Some(&b) => (b, true),
-                None => (*self.old_flows.front()?, false),
+            let (b, from_new) = match sparse_only {
+                Some(admit) => {
+                    let at = self.new_flows.iter().position(|&b| admit(b))?;
+                    let b = self.new_flows.remove(at).expect("position in list");
+                    self.new_flows.push_front(b);
+                    (b, true)
+                }
+                None => match self.new_flows.front() {
+                    Some(&b) => (b, true),
+                    None => (*self.old_flows.front()?, false),
+                },
             };
             if self.buckets[b].deficit <= 0 {
                 self.buckets[b].deficit += self.config.quantum as i64;
@@ -229,6 +260,7 @@ impl FlowQueue {
                         payload: e.payload,
                         enqueued: e.enqueued,
                         bucket: b,
+                        sparse: from_new,
                     });
                 }
                 None => {
@@ -356,6 +388,35 @@ mod tests {
         // It waits at most for the rest of the bulk bucket's quantum.
         let next: Vec<u8> = (0..2).map(|_| q.dequeue(t0).unwrap().payload[0]).collect();
         assert!(next.contains(&2), "FIFO would serve 499 bulk packets first");
+    }
+
+    #[test]
+    fn sparse_dequeues_serve_only_new_flows_that_are_admitted() {
+        let mut q = FlowQueue::new(FqConfig::default());
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for n in 0..10 {
+            q.enqueue(t0, 1, packet(1, n));
+        }
+        let (b1, b2, b3) = (bucket_of(1, 64), bucket_of(2, 64), bucket_of(3, 64));
+        // Flow 1 is new until it has used its quantum (two packets).
+        let first = q.dequeue_sparse(t0, &|_| true).unwrap();
+        assert!(first.sparse && first.bucket == b1);
+        assert!(q.dequeue_sparse(t0, &|_| true).unwrap().sparse);
+        assert_eq!(q.dequeue_sparse(t0, &|_| true), None);
+        // Now it has a standing queue: only `dequeue` serves it.
+        let bulk = q.dequeue(t0).unwrap();
+        assert!(!bulk.sparse && bulk.bucket == b1);
+        // Flows 2 and 3 arrive; 2 is not admitted, so 3 is served first.
+        q.enqueue(t0, 2, packet(2, 0));
+        q.enqueue(t0, 3, packet(3, 0));
+        let third = q.dequeue_sparse(t0, &|b| b != b2).unwrap();
+        assert_eq!(
+            (third.bucket, third.payload[0], third.sparse),
+            (b3, 3, true)
+        );
+        assert_eq!(q.dequeue_sparse(t0, &|b| b != b2), None);
+        assert_eq!(q.dequeue(t0).unwrap().payload[0], 2);
+        assert_eq!(q.len(), 7);
     }
 
     #[test]

@@ -14,6 +14,14 @@
 //! previous number of its flow-queue bucket (`flow_gap`), so the receiver
 //! can release one flow's datagrams without waiting for another's holes.
 //!
+//! A sparse flow's datagram (a ping, a call, a game: the flow queue serves
+//! it from its new-flows list) whose flow has nothing else in the window
+//! goes to the window's head instead of its tail: it would otherwise wait
+//! behind the whole window, the fast path's lead in one-way delay over the
+//! slowest path, which the flow queue was meant to spare it. Its number is
+//! still the next one, so it is the one datagram that may break the rise
+//! of numbers along the path it takes (see `Queued::express`).
+//!
 //! Method families, as in quinn-proto: `send` and `handle_*` take input,
 //! `poll_*` give output, time is passed in.
 
@@ -21,7 +29,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::cc::CcKind;
-use crate::fq::{FlowQueue, FqConfig};
+use crate::fq::{Dequeued, FlowQueue, FqConfig};
 use crate::path::{PathSender, PACING_CREDIT};
 use crate::reinject::{InFlightPayloads, Kept};
 use crate::sched::{
@@ -95,6 +103,9 @@ pub struct SenderCounters {
     pub sent_copies: u64,
     /// Datagrams a slow path carried ahead of earlier ones (`SendBehind`).
     pub sent_behind: u64,
+    /// Sparse flows' datagrams sent from the head of the scheduling window,
+    /// ahead of lower numbers (see the module documentation).
+    pub sent_express: u64,
     /// Packets telling the receiver which numbers were dropped unsent.
     pub skip_packets: u64,
     /// Datagrams a path had in flight when it went silent or was taken
@@ -122,8 +133,17 @@ struct Queued {
     flow_gap: u16,
     payload: Vec<u8>,
     enqueued: Instant,
+    /// Its flow-queue bucket; `None` once sent and put back for reinjection.
+    bucket: Option<usize>,
     /// Sent once already, on a path that died (see `Sender::reinject_from`).
     reinjected: bool,
+    /// A sparse flow's datagram put at the head of the window, ahead of
+    /// lower numbers. The path that carries it does not take its number as
+    /// the floor for what it carries next (the window's lower numbers may
+    /// still follow it there): the receiver then sees numbers fall along
+    /// that path once, which costs it only the exact loss inference for
+    /// the packet after this one (a falling `prev_gap` is sent as unknown).
+    express: bool,
 }
 
 fn wire_bytes(payload: usize) -> u64 {
@@ -160,14 +180,19 @@ pub struct Sender {
     config: SenderConfig,
     /// First stage: per-flow queues, no global numbers yet.
     flows: FlowQueue,
-    /// Second stage, the scheduling window: numbered, in order.
+    /// Second stage, the scheduling window: numbered, in order but for its
+    /// first `head_len`...
     queue: VecDeque<Queued>,
+    /// ...datagrams sent again, then sparse flows' (`Queued::express`).
+    head_len: usize,
     queue_bytes: usize,
     /// Wire bytes the window may hold.
     window_budget: u64,
     next_gseq: u64,
     /// Global number last given to a datagram of each flow-queue bucket.
     last_gseq_of_bucket: Vec<Option<u64>>,
+    /// Datagrams of each flow-queue bucket in the window.
+    window_of_bucket: Vec<u32>,
     /// Global number last sent on each path.
     last_gseq_on: Vec<Option<u64>>,
     /// Numbers dropped unsent since the last skip notice...
@@ -215,16 +240,19 @@ impl Sender {
         // Kept payloads cost at most what the queue may hold.
         let in_flight = InFlightPayloads::new(config_paths, config.max_queue_bytes);
         let last_gseq_of_bucket = vec![None; flows.bucket_count()];
+        let window_of_bucket = vec![0; flows.bucket_count()];
         Ok(Sender {
             paths,
             scheduler,
             config,
             flows,
             queue: VecDeque::new(),
+            head_len: 0,
             queue_bytes: 0,
             window_budget: INITIAL_WINDOW_BYTES,
             next_gseq: 0,
             last_gseq_of_bucket,
+            window_of_bucket,
             last_gseq_on,
             pending_skips: Vec::new(),
             repeat_skips: Vec::new(),
@@ -340,37 +368,69 @@ impl Sender {
         self.refill_window_to(now, self.window_budget);
     }
 
-    /// Moves datagrams into the window until it holds `bytes` wire bytes.
+    /// Moves datagrams into the window until it holds `bytes` wire bytes,
+    /// and sparse flows' datagrams to its head whatever it holds.
     fn refill_window_to(&mut self, now: Instant, bytes: u64) {
+        // Only when there is something to pass.
+        while self.queue.len() > self.head_len {
+            let in_window = &self.window_of_bucket;
+            let before = self.flows.counters.codel_drops;
+            let sparse = self.flows.dequeue_sparse(now, &|b| in_window[b] == 0);
+            self.counters.dropped_codel += self.flows.counters.codel_drops - before;
+            let Some(d) = sparse else {
+                break;
+            };
+            self.admit(now, d);
+        }
         while self.window_bytes() < bytes {
             let before = self.flows.counters.codel_drops;
             let Some(d) = self.flows.dequeue(now) else {
                 break;
             };
             self.counters.dropped_codel += self.flows.counters.codel_drops - before;
-            if now - d.enqueued >= self.queue_delay_limit {
-                self.counters.dropped_stale += 1;
-                continue;
-            }
-            self.queue_bytes += d.payload.len();
-            let gseq = self.next_gseq;
-            let last_of_bucket = &mut self.last_gseq_of_bucket[d.bucket];
-            // The first datagram of a bucket has no predecessor: a gap of
-            // 0 would mean "no flow information", so it saturates instead.
-            let flow_gap = match wire::saturating_gap(gseq, *last_of_bucket) {
-                0 => wire::GAP_SATURATED,
-                gap => gap,
-            };
-            *last_of_bucket = Some(gseq);
-            self.queue.push_back(Queued {
-                gseq,
-                flow_gap,
-                payload: d.payload,
-                enqueued: d.enqueued,
-                reinjected: false,
-            });
-            self.next_gseq += 1;
+            self.admit(now, d);
         }
+    }
+
+    /// Numbers a datagram from the flow queue and puts it in the window: at
+    /// the tail, or, if it is a sparse flow's and its flow has nothing in
+    /// the window, at the head behind what is already there (datagrams sent
+    /// again, earlier express ones). Dropped if it waited past the delay
+    /// limit: it has no number yet, so the receiver need not hear of it.
+    fn admit(&mut self, now: Instant, d: Dequeued) {
+        if now - d.enqueued >= self.queue_delay_limit {
+            self.counters.dropped_stale += 1;
+            return;
+        }
+        self.queue_bytes += d.payload.len();
+        let gseq = self.next_gseq;
+        let last_of_bucket = &mut self.last_gseq_of_bucket[d.bucket];
+        // The first datagram of a bucket has no predecessor: a gap of
+        // 0 would mean "no flow information", so it saturates instead.
+        let flow_gap = match wire::saturating_gap(gseq, *last_of_bucket) {
+            0 => wire::GAP_SATURATED,
+            gap => gap,
+        };
+        *last_of_bucket = Some(gseq);
+        let express =
+            d.sparse && self.queue.len() > self.head_len && self.window_of_bucket[d.bucket] == 0;
+        self.window_of_bucket[d.bucket] += 1;
+        let queued = Queued {
+            gseq,
+            flow_gap,
+            payload: d.payload,
+            enqueued: d.enqueued,
+            bucket: Some(d.bucket),
+            reinjected: false,
+            express,
+        };
+        if express {
+            self.queue.insert(self.head_len, queued);
+            self.head_len += 1;
+        } else {
+            self.queue.push_back(queued);
+        }
+        self.next_gseq += 1;
     }
 
     /// Wire bytes waiting in the flow queue.
@@ -496,8 +556,11 @@ impl Sender {
                 flow_gap: k.flow_gap,
                 payload: k.payload,
                 enqueued: k.enqueued,
+                bucket: None,
                 reinjected: true,
+                express: false,
             });
+            self.head_len += 1;
         }
         self.drop_stale(now);
     }
@@ -535,8 +598,7 @@ impl Sender {
     /// Drops queued datagram `index` unsent; the receiver is told to skip
     /// its number.
     fn discard(&mut self, index: usize) {
-        let q = self.queue.remove(index).expect("index in queue");
-        self.queue_bytes -= q.payload.len();
+        let q = self.remove(index);
         match self.pending_skips.last_mut() {
             Some(k) if k.from + u64::from(k.count) == q.gseq && k.count < u32::MAX => k.count += 1,
             _ => self.pending_skips.push(SkipFrame {
@@ -810,13 +872,28 @@ impl Sender {
     }
 
     fn take(&mut self, index: usize) -> Queued {
-        let q = self.queue.remove(index).expect("index in queue");
-        self.queue_bytes -= q.payload.len();
+        let q = self.remove(index);
         if q.reinjected {
             self.counters.reinjected += 1;
             self.counters.reinjected_bytes += q.payload.len() as u64;
         } else {
             self.counters.sent_datagrams += 1;
+        }
+        if q.express {
+            self.counters.sent_express += 1;
+        }
+        q
+    }
+
+    /// Takes datagram `index` out of the window, sent or not.
+    fn remove(&mut self, index: usize) -> Queued {
+        let q = self.queue.remove(index).expect("index in queue");
+        self.queue_bytes -= q.payload.len();
+        if index < self.head_len {
+            self.head_len -= 1;
+        }
+        if let Some(b) = q.bucket {
+            self.window_of_bucket[b] -= 1;
         }
         q
     }
@@ -824,8 +901,11 @@ impl Sender {
     fn transmit(&mut self, now: Instant, index: usize, q: &Queued) {
         let app_limited = self.queue.is_empty() && self.flows.is_empty();
         // A reinjected datagram goes below what the path carried before;
-        // what follows it must still rise above the earlier ones.
-        self.last_gseq_on[index] = self.last_gseq_on[index].max(Some(q.gseq));
+        // what follows it must still rise above the earlier ones. An
+        // express one goes above what follows it.
+        if !q.express {
+            self.last_gseq_on[index] = self.last_gseq_on[index].max(Some(q.gseq));
+        }
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
         let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
@@ -1195,5 +1275,68 @@ mod tests {
         }
         assert_eq!(sent_gseqs(&mut s).len(), 8);
         assert_eq!(s.kept_in_flight_bytes(), 0);
+    }
+
+    /// (gseq, prev_gap, payload length) of every data packet sent.
+    fn sent_headers(s: &mut Sender) -> Vec<(u64, u16, usize)> {
+        let mut out = Vec::new();
+        while let Some(t) = s.poll_transmit() {
+            if let Packet::Data { header, payload } = Packet::parse(&t.data).unwrap() {
+                out.push((header.gseq, header.prev_gap, payload.len()));
+            }
+        }
+        out
+    }
+
+    fn one_path() -> Sender {
+        Sender::new(SenderConfig::new(
+            two_paths("", ms(2000)).paths[..1].to_vec(),
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_sparse_flows_datagrams_leave_ahead_of_the_window_in_their_order() {
+        let mut s = one_path();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for _ in 0..200 {
+            s.send_flow(t0, 1, vec![7; 1000]).unwrap();
+        }
+        // Pacing lets one out; the window holds the next 63.
+        assert_eq!(sent_headers(&mut s), vec![(0, 0, 1000)]);
+        assert_eq!(s.next_gseq, 64);
+        // A small flow's two datagrams: numbered after the whole window,
+        // they leave first when the path may send again.
+        s.send_flow(t0, 2, vec![9; 100]).unwrap();
+        s.send_flow(t0, 2, vec![9; 101]).unwrap();
+        assert_eq!(sent_headers(&mut s), vec![]);
+        ack_all(&mut s, t0 + ms(40), 0, 0);
+        run_until(&mut s, t0 + ms(60));
+        let next = sent_headers(&mut s);
+        assert_eq!(next[..2], [(64, 64, 100), (65, 1, 101)]);
+        // The window's lower numbers still go out on the same path after
+        // them, in order; the falling gap is sent as unknown.
+        assert_eq!(next[2], (1, 0, 1000));
+        let bulk: Vec<u64> = next[2..].iter().map(|h| h.0).collect();
+        assert_eq!(bulk, (1..1 + bulk.len() as u64).collect::<Vec<_>>());
+        assert!(bulk.len() > 5 && next[3..].iter().all(|h| h.1 == 1));
+        assert_eq!(s.counters.sent_express, 2);
+        assert_eq!(s.counters.sent_datagrams, 1 + next.len() as u64);
+    }
+
+    #[test]
+    fn a_sparse_flow_never_passes_its_own_datagram_in_the_window() {
+        let mut s = one_path();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        s.send_flow(t0, 2, vec![9; 100]).unwrap();
+        // Pacing is closed now: the next one waits in the window, at its
+        // tail (there was nothing to pass), and the flow is still sparse
+        // when its third comes, which must not pass the second.
+        s.send_flow(t0, 2, vec![9; 101]).unwrap();
+        s.send_flow(t0, 2, vec![9; 102]).unwrap();
+        run_until(&mut s, t0 + ms(30));
+        let sent: Vec<(u64, usize)> = sent_headers(&mut s).iter().map(|h| (h.0, h.2)).collect();
+        assert_eq!(sent, [(0, 100), (1, 101), (2, 102)]);
+        assert_eq!(s.counters.sent_express, 0);
     }
 }
