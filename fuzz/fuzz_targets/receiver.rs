@@ -34,6 +34,8 @@ fuzz_target!(|data: &[u8]| {
                     send_ts_us: input.u32(),
                     prev_gap: input.u16(),
                     flow_gap: input.u16(),
+                    // The operation byte's top bit: sent express.
+                    express: op >= 128,
                 };
                 let len = usize::from(input_len(&mut input));
                 let mut d = Vec::new();
@@ -61,6 +63,8 @@ fuzz_target!(|data: &[u8]| {
                             } else {
                                 stride as u16
                             },
+                            // A sparse flow's packet sent ahead of the burst.
+                            express: i == 0 && op >= 128,
                         };
                         let mut d = Vec::new();
                         header.append_to(&[0; 8], &mut d);

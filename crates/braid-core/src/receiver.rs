@@ -152,7 +152,9 @@ impl Receiver {
                 let lost_u32 = u32::try_from(lost).unwrap_or(u32::MAX);
                 p.interval_lost = p.interval_lost.saturating_add(lost_u32);
                 gap = Some(PathGap {
-                    after: p.last_gseq,
+                    // An express packet's number lies beyond numbers not
+                    // sent yet: the range below it pins nothing down.
+                    after: p.last_gseq.filter(|_| !header.express),
                     lost,
                     // The packet just before this one on the path is among
                     // the lost, if the hint names it (not 0, not saturated).
@@ -161,7 +163,11 @@ impl Receiver {
                         .flatten(),
                 });
             }
-            p.last_gseq = Some(header.gseq);
+            // An express number lies beyond numbers this path may still
+            // carry: the gap after a later packet counts from the one before.
+            if !header.express {
+                p.last_gseq = Some(header.gseq);
+            }
             // Shift the ack bitmap to the new largest.
             let shift = if p.started { pseq - p.largest } else { 0 };
             p.bitmap = if shift == 0 {
@@ -195,8 +201,13 @@ impl Receiver {
             .get_or_insert(now + self.config.report_interval);
         self.reseq.set_timeout(self.reseq_timeout(now));
         let flow = FlowLink::from_wire(header.gseq, header.flow_gap);
-        self.reseq
-            .push(now, header.gseq, payload.to_vec(), gap, flow);
+        if header.express {
+            self.reseq
+                .push_express(now, header.gseq, payload.to_vec(), gap, flow);
+        } else {
+            self.reseq
+                .push(now, header.gseq, payload.to_vec(), gap, flow);
+        }
         Ok(())
     }
 
@@ -312,7 +323,11 @@ mod tests {
     }
 
     fn packet(gseq: u64, pseq: u32, prev_gap: u16, flow_gap: u16) -> Vec<u8> {
-        let mut d = Vec::new();
+        header_packet(header(gseq, pseq, prev_gap, flow_gap))
+    }
+
+    /// A header of path 0.
+    fn header(gseq: u64, pseq: u32, prev_gap: u16, flow_gap: u16) -> DataHeader {
         DataHeader {
             path: 0,
             gseq,
@@ -320,8 +335,13 @@ mod tests {
             send_ts_us: 0,
             prev_gap,
             flow_gap,
+            express: false,
         }
-        .append_to(&[0; 8], &mut d);
+    }
+
+    fn header_packet(header: DataHeader) -> Vec<u8> {
+        let mut d = Vec::new();
+        header.append_to(&[0; 8], &mut d);
         d
     }
 
@@ -394,5 +414,39 @@ mod tests {
             .collect();
         assert_eq!(delivered, vec![0, 1]);
         assert_eq!(rx.resequencer().counters.skipped, 0);
+    }
+
+    #[test]
+    fn a_gap_before_an_express_packet_pins_down_only_its_named_loss() {
+        let mut rx = Receiver::new(ReceiverConfig::new(2));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 0, &packet(0, 0, 0, 0)).unwrap();
+        for (pseq, gseq) in (2..10).enumerate() {
+            let p = DataHeader {
+                path: 1,
+                ..header(gseq, pseq as u32, 0, 0)
+            };
+            rx.handle_datagram(t, 1, &header_packet(p)).unwrap();
+        }
+        // Path 0 lost one packet (its number not named) before the express
+        // 10. Only 1 is missing below 10 and one packet was lost, but 1 may
+        // still be at the sender: nothing is given up on.
+        let express = DataHeader {
+            express: true,
+            ..header(10, 2, 0, wire::GAP_SATURATED)
+        };
+        rx.handle_datagram(t, 0, &header_packet(express)).unwrap();
+        let eleven = DataHeader {
+            path: 1,
+            ..header(11, 8, 0, 0)
+        };
+        rx.handle_datagram(t, 1, &header_packet(eleven)).unwrap();
+        assert_eq!(delivered(&mut rx), vec![0, 10]);
+        assert_eq!(rx.resequencer().counters.skipped, 0);
+        rx.handle_datagram(t, 0, &packet(1, 3, 0, 0)).unwrap();
+        let mut expected: Vec<u64> = (1..10).collect();
+        expected.push(11);
+        assert_eq!(delivered(&mut rx), expected);
+        assert_eq!(rx.resequencer().counters.delivered_late, 0);
     }
 }

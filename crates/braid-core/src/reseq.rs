@@ -25,6 +25,13 @@
 //! early still time out like holes ahead of held ones, so the numbers the
 //! delivery point has not passed stay bounded.
 //!
+//! An express packet (see [`crate::wire`]) was sent ahead of lower numbers
+//! the sender still held: it is delivered at once, in order for its flow
+//! (the sender waits until its flow's previous packet should have
+//! arrived; one that has not is passed all the same, and counted), and its
+//! number is passed like any delivered ahead, but it is no sign of a hole:
+//! it arms no timer, and a timeout never skips up to it.
+//!
 //! A packet arriving after its number was skipped is delivered at once,
 //! marked out of order: the network delivered it and the application (an
 //! inner TCP, say) is better served by late data than by none. It is never
@@ -107,6 +114,8 @@ pub struct ReseqCounters {
     pub timeouts: u64,
     /// Packets and skip notices dropped for numbers outside the window.
     pub out_of_window: u64,
+    /// Express packets delivered before their flow's previous packet.
+    pub express_unordered: u64,
 }
 
 #[derive(Debug)]
@@ -173,6 +182,10 @@ const MAX_GAP_SCAN: u64 = 1 << 12;
 /// How far below `next` the resequencer remembers what it skipped, to tell a
 /// late packet from a duplicate...
 const SKIP_MEMORY: u64 = 1 << 16;
+
+/// Most express numbers remembered ahead of `next`, well under
+/// `SKIP_MEMORY`.
+const MAX_EXPRESS_AHEAD: usize = 1024;
 /// ...in at most this many ranges.
 const MAX_SKIPPED_RANGES: usize = 1 << 12;
 /// Most separate ranges of numbers known lost ahead of `next`.
@@ -204,8 +217,10 @@ pub struct Resequencer {
     /// packets already released are pruned lazily from the front.
     arrivals: VecDeque<(Instant, u64)>,
     /// Numbers at or above `next` already delivered: in pass-through mode,
-    /// or early for their flow.
+    /// or early for their flow...
     seen_ahead: BTreeSet<u64>,
+    /// ...of which these came express: no sign of a hole.
+    express_ahead: BTreeSet<u64>,
     /// Held packets waiting for their flow's previous packet; one entry per
     /// such packet, removed when it is released.
     waiting: BTreeSet<Waiter>,
@@ -232,6 +247,7 @@ impl Resequencer {
             now: Instant::ZERO,
             arrivals: VecDeque::new(),
             seen_ahead: BTreeSet::new(),
+            express_ahead: BTreeSet::new(),
             waiting: BTreeSet::new(),
             timer: None,
             timer_hole: 0,
@@ -281,6 +297,30 @@ impl Resequencer {
         gap: Option<PathGap>,
         flow: FlowLink,
     ) {
+        self.accept(now, gseq, payload, gap, flow, false);
+    }
+
+    /// Accepts an express packet (see the module documentation).
+    pub fn push_express(
+        &mut self,
+        now: Instant,
+        gseq: u64,
+        payload: Vec<u8>,
+        gap: Option<PathGap>,
+        flow: FlowLink,
+    ) {
+        self.accept(now, gseq, payload, gap, flow, true);
+    }
+
+    fn accept(
+        &mut self,
+        now: Instant,
+        gseq: u64,
+        payload: Vec<u8>,
+        gap: Option<PathGap>,
+        flow: FlowLink,
+        express: bool,
+    ) {
         self.now = now;
         if gseq >= self.window_end() {
             self.counters.out_of_window += 1;
@@ -292,10 +332,30 @@ impl Resequencer {
         if gseq < self.next {
             return self.push_late(now, gseq, payload);
         }
+        // Past the cap an express packet is taken as an ordinary one, so
+        // that ordinary numbers always outnumber express ones beyond
+        // `SKIP_MEMORY`.
+        let express = express && gseq != self.next && self.express_ahead.len() < MAX_EXPRESS_AHEAD;
         match self.config.mode {
             ReseqMode::PassThrough => self.push_pass_through(now, gseq, payload),
+            ReseqMode::Ordered if express => self.push_express_ahead(now, gseq, payload, flow),
             ReseqMode::Ordered => self.push_ordered(now, gseq, payload, flow),
         }
+    }
+
+    /// Delivers an express packet ahead of `next` at once.
+    fn push_express_ahead(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, flow: FlowLink) {
+        if self.held.contains_key(&gseq) || self.seen_ahead.contains(&gseq) {
+            self.counters.duplicates += 1;
+            return;
+        }
+        if !self.flow_ready(flow) {
+            self.counters.express_unordered += 1;
+        }
+        self.express_ahead.insert(gseq);
+        self.deliver_early(now, gseq, payload, Duration::ZERO);
+        self.bound_seen_ahead(now);
+        self.update_timer(now);
     }
 
     /// First number beyond the window ahead of the delivery point.
@@ -546,6 +606,7 @@ impl Resequencer {
         // Numbers delivered ahead are passed, not skipped.
         while let Some(&seen) = self.seen_ahead.first().filter(|&&s| s < to) {
             self.seen_ahead.pop_first();
+            self.express_ahead.remove(&seen);
             self.record_skip(from, seen);
             from = seen + 1;
         }
@@ -583,16 +644,21 @@ impl Resequencer {
     /// ahead, and releases what follows in order.
     fn release_first(&mut self, now: Instant) {
         let first_held = self.held.first_key_value().map(|(&g, _)| g);
-        let first_seen = self.seen_ahead.first().copied();
+        let first_seen = self
+            .seen_ahead
+            .iter()
+            .find(|g| !self.express_ahead.contains(g))
+            .copied();
         if let Some(first) = first_held.into_iter().chain(first_seen).min() {
             self.skip_to(now, first);
             self.release_in_order(now);
         }
     }
 
-    /// Packets held or delivered ahead of `next`: a hole is open.
+    /// Packets held or delivered ahead of `next`, not express: a hole is
+    /// open.
     fn hole_open(&self) -> bool {
-        !self.held.is_empty() || !self.seen_ahead.is_empty()
+        !self.held.is_empty() || self.seen_ahead.len() > self.express_ahead.len()
     }
 
     fn enforce_bounds(&mut self, now: Instant) {

@@ -193,6 +193,9 @@ pub struct Sender {
     last_gseq_of_bucket: Vec<Option<u64>>,
     /// Datagrams of each flow-queue bucket in the window.
     window_of_bucket: Vec<u32>,
+    /// When each bucket's last datagram sent is expected to have arrived,
+    /// on the timescale of a datagram sent now on the quickest path.
+    bucket_lands_at: Vec<Instant>,
     /// Global number last sent on each path.
     last_gseq_on: Vec<Option<u64>>,
     /// Numbers dropped unsent since the last skip notice...
@@ -241,6 +244,7 @@ impl Sender {
         let in_flight = InFlightPayloads::new(config_paths, config.max_queue_bytes);
         let last_gseq_of_bucket = vec![None; flows.bucket_count()];
         let window_of_bucket = vec![0; flows.bucket_count()];
+        let bucket_lands_at = vec![Instant::ZERO; flows.bucket_count()];
         Ok(Sender {
             paths,
             scheduler,
@@ -253,6 +257,7 @@ impl Sender {
             next_gseq: 0,
             last_gseq_of_bucket,
             window_of_bucket,
+            bucket_lands_at,
             last_gseq_on,
             pending_skips: Vec::new(),
             repeat_skips: Vec::new(),
@@ -373,9 +378,11 @@ impl Sender {
     fn refill_window_to(&mut self, now: Instant, bytes: u64) {
         // Only when there is something to pass.
         while self.queue.len() > self.head_len {
-            let in_window = &self.window_of_bucket;
+            let (in_window, lands_at) = (&self.window_of_bucket, &self.bucket_lands_at);
             let before = self.flows.counters.codel_drops;
-            let sparse = self.flows.dequeue_sparse(now, &|b| in_window[b] == 0);
+            let sparse = self
+                .flows
+                .dequeue_sparse(now, &|b| in_window[b] == 0 && lands_at[b] <= now);
             self.counters.dropped_codel += self.flows.counters.codel_drops - before;
             let Some(d) = sparse else {
                 break;
@@ -412,8 +419,10 @@ impl Sender {
             gap => gap,
         };
         *last_of_bucket = Some(gseq);
-        let express =
-            d.sparse && self.queue.len() > self.head_len && self.window_of_bucket[d.bucket] == 0;
+        let express = d.sparse
+            && self.queue.len() > self.head_len
+            && self.window_of_bucket[d.bucket] == 0
+            && self.bucket_lands_at[d.bucket] <= now;
         self.window_of_bucket[d.bucket] += 1;
         let queued = Queued {
             gseq,
@@ -484,6 +493,22 @@ impl Sender {
             .sum();
         let floor = 4 * wire_bytes(MAX_DATAGRAM) * self.paths.len() as u64;
         (bytes as u64).max(floor)
+    }
+
+    /// How much later than the quickest path's a packet sent now on `path`
+    /// arrives, by the paths' one-way delay floors (zero while unknown).
+    fn lead_over_quickest(&self, path: usize, now: Instant) -> Duration {
+        let floor = |p: &PathSender| p.owd.has_samples().then(|| p.owd.floor_us(now));
+        let quickest = self
+            .paths
+            .iter()
+            .filter_map(floor)
+            .fold(f64::INFINITY, f64::min);
+        floor(&self.paths[path])
+            .filter(|_| quickest.is_finite())
+            .map_or(Duration::ZERO, |f| {
+                Duration::from_secs_f64((f - quickest).max(0.0) / 1e6)
+            })
     }
 
     /// CoDel's interval: a round trip of the slowest path, at least 100 ms.
@@ -906,6 +931,10 @@ impl Sender {
         if !q.express {
             self.last_gseq_on[index] = self.last_gseq_on[index].max(Some(q.gseq));
         }
+        if let Some(b) = q.bucket {
+            let lands = now + self.lead_over_quickest(index, now);
+            self.bucket_lands_at[b] = self.bucket_lands_at[b].max(lands);
+        }
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
         let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
@@ -916,6 +945,7 @@ impl Sender {
             send_ts_us: now.wire_micros(),
             prev_gap: stamp.prev_gap,
             flow_gap: q.flow_gap,
+            express: q.express,
         };
         let mut data = Vec::with_capacity(DATA_HEADER_LEN + q.payload.len());
         header.append_to(&q.payload, &mut data);

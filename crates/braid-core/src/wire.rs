@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! Data:      ver|type(1) path(1) gseq(8) pseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
+//!            (type 1, or 3 for an express datagram: see below)
 //! Feedback:  ver|type(1) path(1) frame...
 //!   Ack frame:        0x01 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
 //!   LossReport frame: 0x02 report_seq(4) count(1) { path(1) received(4) lost(4) } * count
@@ -20,6 +21,10 @@
 //! global order): the receiver may deliver a packet as soon as its flow's
 //! previous one has gone, without waiting for other flows' holes. Both gaps
 //! saturate: [`GAP_SATURATED`] means "at least that far back (or none)".
+//! An express data packet (type 3, same layout) is a sparse flow's datagram
+//! the sender put ahead of lower numbers it had not sent yet: its arrival
+//! says nothing about the numbers below it, so the receiver does not wait
+//! on them or give them up because of it.
 //! Acks and loss reports flow from receiver to
 //! sender; Skip frames flow the other way: the sender numbers datagrams as
 //! they are queued, and tells the receiver which numbers it dropped unsent. Timestamps are microseconds of the sender's (or,
@@ -64,6 +69,7 @@ pub enum WireError {
 enum PacketType {
     Data = 1,
     Feedback = 2,
+    DataExpress = 3,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +80,8 @@ pub struct DataHeader {
     pub send_ts_us: u32,
     pub prev_gap: u16,
     pub flow_gap: u16,
+    /// Sent ahead of lower numbers (packet type 3).
+    pub express: bool,
 }
 
 /// A gap between two global numbers as the wire carries it: 0 for none,
@@ -204,7 +212,7 @@ impl Packet<'_> {
             return Err(WireError::Version(version));
         }
         match first & 0x0f {
-            t if t == PacketType::Data as u8 => {
+            t if t == PacketType::Data as u8 || t == PacketType::DataExpress as u8 => {
                 // Check the whole header up front so a truncation reports its full size.
                 if buf.len() < DATA_HEADER_LEN {
                     return Err(WireError::Truncated {
@@ -219,6 +227,7 @@ impl Packet<'_> {
                     send_ts_us: r.u32()?,
                     prev_gap: r.u16()?,
                     flow_gap: r.u16()?,
+                    express: t == PacketType::DataExpress as u8,
                 };
                 Ok(Packet::Data {
                     header,
@@ -274,7 +283,12 @@ fn parse_frame(r: &mut Reader<'_>) -> Result<Frame, WireError> {
 impl DataHeader {
     /// Appends header and payload to `out`.
     pub fn append_to(&self, payload: &[u8], out: &mut Vec<u8>) {
-        out.extend_from_slice(&[(VERSION << 4) | PacketType::Data as u8, self.path]);
+        let kind = if self.express {
+            PacketType::DataExpress
+        } else {
+            PacketType::Data
+        };
+        out.extend_from_slice(&[(VERSION << 4) | kind as u8, self.path]);
         out.extend_from_slice(&self.gseq.to_be_bytes());
         out.extend_from_slice(&self.pseq.to_be_bytes());
         out.extend_from_slice(&self.send_ts_us.to_be_bytes());
@@ -365,6 +379,7 @@ mod tests {
             send_ts_us: 123_456,
             prev_gap: 2,
             flow_gap: 0x0102,
+            express: false,
         }
     }
 
@@ -390,6 +405,15 @@ mod tests {
             buf,
             [0x21, 3, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 77, 0, 1, 0xe2, 0x40, 0, 2, 1, 2]
         );
+        // An express datagram differs in its type only.
+        let express = DataHeader {
+            express: true,
+            ..sample_header()
+        };
+        let mut express_buf = Vec::new();
+        express.append_to(b"", &mut express_buf);
+        assert_eq!(express_buf[0], 0x23);
+        assert_eq!(express_buf[1..], buf[1..]);
     }
 
     #[test]
@@ -486,8 +510,9 @@ mod tests {
 
         #[test]
         fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u16, flow_gap: u16,
+                            express: bool,
                             payload in proptest::collection::vec(any::<u8>(), 0..100)) {
-            let h = DataHeader { path, gseq, pseq, send_ts_us: ts, prev_gap: gap, flow_gap };
+            let h = DataHeader { path, gseq, pseq, send_ts_us: ts, prev_gap: gap, flow_gap, express };
             let mut buf = Vec::new();
             h.append_to(&payload, &mut buf);
             let parsed = Packet::parse(&buf).unwrap();

@@ -851,6 +851,7 @@ proptest! {
             prop_assert!(r.waiting.len() <= r.held_packets());
             prop_assert!(r.waiting.iter().all(|w| r.held.get(&w.2).is_some_and(|h| h.waits_on == Some(*w))));
             prop_assert!(r.seen_ahead.iter().all(|&g| g >= r.next && !r.held.contains_key(&g)));
+            prop_assert!(r.express_ahead.iter().all(|g| r.seen_ahead.contains(g)));
             Ok(())
         };
         for (g, gap, kind, dt) in ops {
@@ -858,6 +859,7 @@ proptest! {
             match kind {
                 0 => r.skip(at(now), g, u32::from(gap % 8)),
                 1 => r.handle_timeout(at(now)),
+                7 => r.push_express(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap)),
                 _ => r.push(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap)),
             }
             check(&mut r)?;
@@ -976,4 +978,73 @@ fn entries_of_packets_released_out_of_line_are_dropped_past_twice_the_held() {
     // 2 * 3 + 16 = 22, and the push that makes them 23 keeps the 3 live.
     let expect: Vec<usize> = (0..40).map(|i| 3 + i % 20).collect();
     assert_eq!(lens, expect);
+}
+
+#[test]
+fn an_express_packet_goes_at_once_and_is_no_sign_of_a_hole() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 0, vec![], None, FlowLink::First);
+    // 1..10 are still at the sender; 10 came ahead of them.
+    r.push_express(at(1), 10, vec![], None, FlowLink::First);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 10]);
+    assert_eq!(r.poll_timeout(), None, "no hole is open");
+    // A real hole: 2 arrives, 1 does not. Three expiries give up on what
+    // is held and no more: 3..9 are not skipped for the express 10.
+    r.push(at(5), 2, vec![], None, FlowLink::Unknown);
+    for t in [15, 25, 35] {
+        if let Some(due) = r.poll_timeout() {
+            assert!(due <= at(t));
+            r.handle_timeout(at(t));
+        }
+    }
+    assert_eq!(gseqs(&drain(&mut r)), vec![2]);
+    assert_eq!(r.poll_timeout(), None);
+    assert_eq!(r.counters.skipped, 1);
+    // The rest arrive in order and are delivered in order; the delivery
+    // point passes 10 without delivering it again.
+    for g in 3..10 {
+        r.push(at(40), g, vec![], None, FlowLink::Unknown);
+    }
+    r.push(at(40), 11, vec![], None, FlowLink::Unknown);
+    let d = drain(&mut r);
+    assert_eq!(gseqs(&d), vec![3, 4, 5, 6, 7, 8, 9, 11]);
+    assert!(d.iter().all(|d| d.in_order));
+    assert_eq!(r.counters.delivered_late, 0);
+    assert_eq!(r.counters.skipped, 1);
+    assert!(r.seen_ahead.is_empty() && r.express_ahead.is_empty());
+}
+
+#[test]
+fn an_express_packet_before_its_flows_previous_one_goes_and_is_counted() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push_express(at(0), 5, vec![], None, FlowLink::After(3));
+    r.push_express(at(0), 8, vec![], None, FlowLink::After(5));
+    assert_eq!(gseqs(&drain(&mut r)), vec![5, 8]);
+    assert_eq!(r.counters.express_unordered, 1);
+    // A second copy is a duplicate.
+    r.push_express(at(0), 8, vec![], None, FlowLink::After(5));
+    assert_eq!(r.counters.duplicates, 1);
+    // At the delivery point it is an ordinary packet.
+    r.push_express(at(0), 0, vec![], None, FlowLink::Unknown);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
+    assert!(!r.express_ahead.contains(&0));
+}
+
+#[test]
+fn express_numbers_ahead_are_capped_and_then_count_as_ordinary() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    for g in 1..=MAX_EXPRESS_AHEAD as u64 {
+        r.push_express(at(0), g, vec![], None, FlowLink::First);
+    }
+    assert_eq!(r.express_ahead.len(), MAX_EXPRESS_AHEAD);
+    assert_eq!(r.poll_timeout(), None);
+    // One more is ordinary: delivered ahead for its flow, and a sign of
+    // the hole at 0.
+    let next = MAX_EXPRESS_AHEAD as u64 + 1;
+    r.push_express(at(0), next, vec![], None, FlowLink::First);
+    assert_eq!(r.express_ahead.len(), MAX_EXPRESS_AHEAD);
+    assert_eq!(r.poll_timeout(), Some(at(10)));
+    assert_eq!(drain(&mut r).len(), MAX_EXPRESS_AHEAD + 1);
 }

@@ -27,6 +27,7 @@ pub(crate) const PROBE_LEN: usize = 6;
 pub(crate) const BUNDLE_HEADER_LEN: usize = 4;
 const WIRE_DATA: u8 = (crate::wire::VERSION << 4) | 1;
 const WIRE_FEEDBACK: u8 = (crate::wire::VERSION << 4) | 2;
+const WIRE_DATA_EXPRESS: u8 = (crate::wire::VERSION << 4) | 3;
 
 /// One plaintext message, borrowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +75,7 @@ pub(crate) fn parse(plain: &[u8]) -> Result<(u8, Inner<'_>, Option<Inner<'_>>), 
 
 fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
     match msg.first() {
-        Some(&WIRE_DATA) => Ok(Inner::Data(msg)),
+        Some(&WIRE_DATA) | Some(&WIRE_DATA_EXPRESS) => Ok(Inner::Data(msg)),
         Some(&WIRE_FEEDBACK) => match msg.get(2) {
             Some(3) => Ok(Inner::Skips(msg)),
             _ => Ok(Inner::Feedback(msg)),
