@@ -15,12 +15,14 @@
 //! can release one flow's datagrams without waiting for another's holes.
 //!
 //! A sparse flow's datagram (a ping, a call, a game: the flow queue serves
-//! it from its new-flows list) whose flow has nothing else in the window
-//! goes to the window's head instead of its tail: it would otherwise wait
-//! behind the whole window, the fast path's lead in one-way delay over the
-//! slowest path, which the flow queue was meant to spare it. Its number is
-//! still the next one, so it is the one datagram that may break the rise
-//! of numbers along the path it takes (see `Queued::express`).
+//! it from its new-flows list) whose flow has nothing else in the window,
+//! and whose flow's previous datagram should have landed by the time it
+//! would, goes to the window's head instead of its tail: it would
+//! otherwise wait behind the whole window, the fast path's lead in one-way
+//! delay over the slowest path, which the flow queue was meant to spare
+//! it. Its number is still the next one, so it goes out as an express
+//! packet ([`crate::wire`]): the receiver must not take its arrival as a
+//! sign that the lower numbers were sent.
 //!
 //! Method families, as in quinn-proto: `send` and `handle_*` take input,
 //! `poll_*` give output, time is passed in.
@@ -138,11 +140,11 @@ struct Queued {
     /// Sent once already, on a path that died (see `Sender::reinject_from`).
     reinjected: bool,
     /// A sparse flow's datagram put at the head of the window, ahead of
-    /// lower numbers. The path that carries it does not take its number as
-    /// the floor for what it carries next (the window's lower numbers may
-    /// still follow it there): the receiver then sees numbers fall along
-    /// that path once, which costs it only the exact loss inference for
-    /// the packet after this one (a falling `prev_gap` is sent as unknown).
+    /// lower numbers, and sent as an express packet. The path that carries
+    /// it does not take its number as the floor for what it carries next
+    /// (the window's lower numbers may still follow it there): numbers
+    /// then fall along that path once, and the packet after it carries an
+    /// unknown `prev_gap`.
     express: bool,
 }
 
