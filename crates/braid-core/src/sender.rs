@@ -148,6 +148,22 @@ struct Queued {
     express: bool,
 }
 
+/// Whether a flow's last datagram, `sent` at a time on a path, should have
+/// arrived by the time one sent now on the quickest path would: it was sent
+/// at least its path's lead in one-way delay floor over the quickest ago (a
+/// path without delay samples counts as quickest).
+fn landed(paths: &[PathSender], sent: Option<(Instant, usize)>, now: Instant) -> bool {
+    let Some((at, path)) = sent else {
+        return true;
+    };
+    let floor = |p: &PathSender| p.owd.has_samples().then(|| p.owd.floor_us(now));
+    let lead_us = match floor(&paths[path]) {
+        Some(f) => f - paths.iter().filter_map(floor).fold(f, f64::min),
+        None => 0.0,
+    };
+    (now - at).as_secs_f64() * 1e6 >= lead_us
+}
+
 fn wire_bytes(payload: usize) -> u64 {
     wire::ip_packet_len(payload) as u64
 }
@@ -195,9 +211,8 @@ pub struct Sender {
     last_gseq_of_bucket: Vec<Option<u64>>,
     /// Datagrams of each flow-queue bucket in the window.
     window_of_bucket: Vec<u32>,
-    /// When each bucket's last datagram sent is expected to have arrived,
-    /// on the timescale of a datagram sent now on the quickest path.
-    bucket_lands_at: Vec<Instant>,
+    /// When and on which path each bucket's last datagram was sent.
+    bucket_last_sent: Vec<Option<(Instant, usize)>>,
     /// Global number last sent on each path.
     last_gseq_on: Vec<Option<u64>>,
     /// Numbers dropped unsent since the last skip notice...
@@ -246,7 +261,7 @@ impl Sender {
         let in_flight = InFlightPayloads::new(config_paths, config.max_queue_bytes);
         let last_gseq_of_bucket = vec![None; flows.bucket_count()];
         let window_of_bucket = vec![0; flows.bucket_count()];
-        let bucket_lands_at = vec![Instant::ZERO; flows.bucket_count()];
+        let bucket_last_sent = vec![None; flows.bucket_count()];
         Ok(Sender {
             paths,
             scheduler,
@@ -259,7 +274,7 @@ impl Sender {
             next_gseq: 0,
             last_gseq_of_bucket,
             window_of_bucket,
-            bucket_lands_at,
+            bucket_last_sent,
             last_gseq_on,
             pending_skips: Vec::new(),
             repeat_skips: Vec::new(),
@@ -380,11 +395,12 @@ impl Sender {
     fn refill_window_to(&mut self, now: Instant, bytes: u64) {
         // Only when there is something to pass.
         while self.queue.len() > self.head_len {
-            let (in_window, lands_at) = (&self.window_of_bucket, &self.bucket_lands_at);
+            let (in_window, paths, last) =
+                (&self.window_of_bucket, &self.paths, &self.bucket_last_sent);
             let before = self.flows.counters.codel_drops;
             let sparse = self
                 .flows
-                .dequeue_sparse(now, &|b| in_window[b] == 0 && lands_at[b] <= now);
+                .dequeue_sparse(now, &|b| in_window[b] == 0 && landed(paths, last[b], now));
             self.counters.dropped_codel += self.flows.counters.codel_drops - before;
             let Some(d) = sparse else {
                 break;
@@ -424,7 +440,7 @@ impl Sender {
         let express = d.sparse
             && self.queue.len() > self.head_len
             && self.window_of_bucket[d.bucket] == 0
-            && self.bucket_lands_at[d.bucket] <= now;
+            && landed(&self.paths, self.bucket_last_sent[d.bucket], now);
         self.window_of_bucket[d.bucket] += 1;
         let queued = Queued {
             gseq,
@@ -495,22 +511,6 @@ impl Sender {
             .sum();
         let floor = 4 * wire_bytes(MAX_DATAGRAM) * self.paths.len() as u64;
         (bytes as u64).max(floor)
-    }
-
-    /// How much later than the quickest path's a packet sent now on `path`
-    /// arrives, by the paths' one-way delay floors (zero while unknown).
-    fn lead_over_quickest(&self, path: usize, now: Instant) -> Duration {
-        let floor = |p: &PathSender| p.owd.has_samples().then(|| p.owd.floor_us(now));
-        let quickest = self
-            .paths
-            .iter()
-            .filter_map(floor)
-            .fold(f64::INFINITY, f64::min);
-        floor(&self.paths[path])
-            .filter(|_| quickest.is_finite())
-            .map_or(Duration::ZERO, |f| {
-                Duration::from_secs_f64((f - quickest).max(0.0) / 1e6)
-            })
     }
 
     /// CoDel's interval: a round trip of the slowest path, at least 100 ms.
@@ -934,8 +934,7 @@ impl Sender {
             self.last_gseq_on[index] = self.last_gseq_on[index].max(Some(q.gseq));
         }
         if let Some(b) = q.bucket {
-            let lands = now + self.lead_over_quickest(index, now);
-            self.bucket_lands_at[b] = self.bucket_lands_at[b].max(lands);
+            self.bucket_last_sent[b] = Some((now, index));
         }
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
