@@ -420,6 +420,48 @@ mod tests {
     }
 
     #[test]
+    fn flows_of_different_packet_sizes_share_bytes_not_packets() {
+        let mut q = FlowQueue::new(FqConfig::default());
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for n in 0..100 {
+            q.enqueue(t0, 1, packet(1, n));
+            q.enqueue(t0, 2, packet(2, n)[..500].to_vec());
+        }
+        let mut bytes = [0usize; 3];
+        for _ in 0..60 {
+            let d = q.dequeue(t0).unwrap();
+            bytes[usize::from(d.payload[0])] += d.payload.len();
+        }
+        // Deficit round robin: within a quantum of each other.
+        assert!(bytes[1].abs_diff(bytes[2]) <= 1500, "{bytes:?}");
+    }
+
+    #[test]
+    fn a_flow_that_empties_while_others_are_backlogged_is_not_new_again_at_once() {
+        let mut q = FlowQueue::new(FqConfig::default());
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for n in 0..100 {
+            q.enqueue(t0, 1, packet(1, n));
+        }
+        // Flow 1 uses its quantum, moves to the old list, and is into its
+        // next one there (500 bytes of deficit left).
+        for _ in 0..4 {
+            q.dequeue(t0).unwrap();
+        }
+        q.enqueue(t0, 2, packet(2, 0));
+        let first = q.dequeue(t0).unwrap();
+        assert!(first.payload[0] == 2 && first.sparse);
+        // Found empty on the next round, its bucket goes behind flow 1 on
+        // the old list: its next packet is not sparse.
+        assert_eq!(q.dequeue(t0).unwrap().payload[0], 1);
+        q.enqueue(t0, 2, packet(2, 1));
+        let next = std::iter::from_fn(|| q.dequeue(t0))
+            .find(|d| d.payload[0] == 2)
+            .unwrap();
+        assert!(!next.sparse);
+    }
+
+    #[test]
     fn backlogged_flows_share_bytes_equally() {
         let mut q = FlowQueue::new(FqConfig::default());
         let t0 = Instant::from_nanos(1_000_000_000);

@@ -449,4 +449,153 @@ mod tests {
         assert_eq!(delivered(&mut rx), expected);
         assert_eq!(rx.resequencer().counters.delivered_late, 0);
     }
+
+    /// (path, frame) of every feedback packet the receiver sent.
+    fn feedback(rx: &mut Receiver) -> Vec<(u8, Frame)> {
+        let mut out = Vec::new();
+        while let Some(t) = rx.poll_transmit() {
+            let Packet::Feedback { path, frames } = Packet::parse(&t.data).unwrap() else {
+                panic!("the receiver sent data");
+            };
+            assert_eq!(path, t.path);
+            out.extend(frames.into_iter().map(|f| (path, f)));
+        }
+        out
+    }
+
+    fn acks(rx: &mut Receiver) -> Vec<(u32, u64)> {
+        feedback(rx)
+            .into_iter()
+            .filter_map(|(_, f)| match f {
+                Frame::Ack(a) => Some((a.largest_pseq, a.bitmap)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn acks_name_the_largest_and_a_bitmap_of_what_arrived_below_it() {
+        let mut rx = Receiver::new(ReceiverConfig::new(1));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
+        assert_eq!(acks(&mut rx), vec![], "every second packet is acknowledged");
+        rx.handle_datagram(t, 0, &data(1, 1)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(1, 0b1)]);
+        // Path packet 2 is missing: acknowledged at once (0 and 1 below 3).
+        rx.handle_datagram(t, 0, &data(3, 3)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(3, 0b110)]);
+        // 2 arrives late on its path: counted back, acknowledged with 4.
+        rx.handle_datagram(t, 0, &data(2, 2)).unwrap();
+        assert_eq!(acks(&mut rx), vec![]);
+        rx.handle_datagram(t, 0, &data(4, 4)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(4, 0b1111)]);
+        // 65 ahead: nothing of the bitmap is left (64 missing below it).
+        rx.handle_datagram(t, 0, &data(5, 69)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(69, 0)]);
+        rx.handle_datagram(t, 0, &data(6, 70)).unwrap();
+        rx.handle_datagram(t, 0, &data(7, 71)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(71, 0b11)]);
+        // A lone packet waits for the ack delay.
+        rx.handle_datagram(t, 0, &data(8, 72)).unwrap();
+        assert_eq!(acks(&mut rx), vec![]);
+        assert_eq!(rx.poll_timeout(), Some(t + ms(2)));
+        rx.handle_timeout(t + ms(2));
+        assert_eq!(acks(&mut rx), vec![(72, 0b111)]);
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn loss_reports_count_each_paths_packets_per_interval_on_every_live_path() {
+        let mut rx = Receiver::new(ReceiverConfig::new(2));
+        let t = Instant::from_nanos(1_000_000);
+        let on_b = |gseq, pseq| {
+            header_packet(DataHeader {
+                path: 1,
+                ..header(gseq, pseq, 0, 0)
+            })
+        };
+        // a: 0, 1, (2 lost), 3, (4, 5 lost), 6, then 2 late; b: 0, 1.
+        for pseq in [0, 1, 3, 6, 2] {
+            rx.handle_datagram(t, 0, &data(u64::from(pseq) * 2, pseq))
+                .unwrap();
+        }
+        rx.handle_datagram(t, 1, &on_b(1, 0)).unwrap();
+        rx.handle_datagram(t, 1, &on_b(3, 1)).unwrap();
+        feedback(&mut rx);
+        rx.handle_timeout(t + ms(50));
+        let reports: Vec<(u8, LossReport)> = feedback(&mut rx)
+            .into_iter()
+            .filter_map(|(path, f)| match f {
+                Frame::LossReport(r) => Some((path, r)),
+                _ => None,
+            })
+            .collect();
+        let entries = vec![
+            LossEntry {
+                path: 0,
+                received: 5,
+                lost: 3,
+            },
+            LossEntry {
+                path: 1,
+                received: 2,
+                lost: 0,
+            },
+        ];
+        let report = LossReport {
+            report_seq: 1,
+            entries,
+        };
+        assert_eq!(reports, vec![(0, report.clone()), (1, report)]);
+        // The next interval starts from zero.
+        rx.handle_datagram(t + ms(60), 0, &data(20, 7)).unwrap();
+        feedback(&mut rx);
+        rx.handle_timeout(t + ms(100));
+        let second = feedback(&mut rx);
+        assert!(second.iter().any(|(_, f)| matches!(f, Frame::LossReport(r)
+            if r.report_seq == 2 && r.entries[0].received == 1 && r.entries[0].lost == 0
+                && r.entries[1].received == 0)));
+    }
+
+    #[test]
+    fn packets_that_are_not_data_for_this_path_are_counted_malformed() {
+        let mut rx = Receiver::new(ReceiverConfig::new(2));
+        let t = Instant::from_nanos(1_000_000);
+        // Data naming path 1 arriving on path 0.
+        let on_b = header_packet(DataHeader {
+            path: 1,
+            ..header(0, 0, 0, 0)
+        });
+        assert!(rx.handle_datagram(t, 0, &on_b).is_err());
+        assert_eq!(rx.malformed, 1);
+        // A path the receiver does not have.
+        let on_c = header_packet(DataHeader {
+            path: 2,
+            ..header(0, 0, 0, 0)
+        });
+        assert!(rx.handle_datagram(t, 2, &on_c).is_err());
+        assert_eq!(rx.malformed, 2);
+        // Garbage, and feedback that flows the other way: one per frame.
+        assert!(rx.handle_datagram(t, 0, &[0xff, 0]).is_err());
+        assert_eq!(rx.malformed, 3);
+        let ack = Frame::Ack(AckFrame {
+            path: 0,
+            largest_pseq: 0,
+            ack_delay_us: 0,
+            recv_ts_us: 0,
+            bitmap: 0,
+        });
+        let report = Frame::LossReport(LossReport {
+            report_seq: 1,
+            entries: vec![],
+        });
+        let packet = wire::feedback_packet(0, &[ack, report]).unwrap();
+        rx.handle_datagram(t, 0, &packet).unwrap();
+        assert_eq!(rx.malformed, 5);
+        assert_eq!(delivered(&mut rx), vec![]);
+        assert_eq!(feedback(&mut rx), vec![]);
+    }
 }
