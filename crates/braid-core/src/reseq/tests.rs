@@ -1020,7 +1020,9 @@ fn an_express_packet_before_its_flows_previous_one_goes_and_is_counted() {
     let mut r = Resequencer::new(ReseqConfig::default());
     r.push_express(at(0), 5, vec![], None, FlowLink::After(3));
     r.push_express(at(0), 8, vec![], None, FlowLink::After(5));
-    assert_eq!(gseqs(&drain(&mut r)), vec![5, 8]);
+    r.push_express(at(0), 9, vec![], None, FlowLink::First);
+    assert_eq!(gseqs(&drain(&mut r)), vec![5, 8, 9]);
+    // Only 5 passed its flow's previous packet.
     assert_eq!(r.counters.express_unordered, 1);
     // A second copy is a duplicate.
     r.push_express(at(0), 8, vec![], None, FlowLink::After(5));
