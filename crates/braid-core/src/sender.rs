@@ -1370,4 +1370,37 @@ mod tests {
         assert_eq!(sent, [(0, 100), (1, 101), (2, 102)]);
         assert_eq!(s.counters.sent_express, 0);
     }
+
+    #[test]
+    fn a_flows_datagram_lands_after_its_paths_lead_over_the_quickest() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut anchor = None;
+        // Path 0: one-way 10 ms; path 1: 50 ms (one sample each).
+        let mut paths: Vec<PathSender> = [10, 50]
+            .iter()
+            .enumerate()
+            .map(|(i, &owd)| {
+                let mut p = PathSender::new(i as u8, 1.0, CcKind::Bbr.build());
+                p.on_sent(t0, 0, 1000, false);
+                let ack = wire::AckFrame {
+                    path: i as u8,
+                    largest_pseq: 0,
+                    ack_delay_us: 0,
+                    recv_ts_us: (t0 + ms(owd)).wire_micros(),
+                    bitmap: 0,
+                };
+                p.on_ack_observed(t0 + ms(2 * owd), &ack, &mut anchor, |_, _| {});
+                assert!(p.owd.has_samples());
+                p
+            })
+            .collect();
+        let t1 = t0 + ms(100);
+        assert!(landed(&paths, None, t1));
+        assert!(landed(&paths, Some((t1, 0)), t1));
+        assert!(!landed(&paths, Some((t1, 1)), t1 + ms(39)));
+        assert!(landed(&paths, Some((t1, 1)), t1 + ms(40)));
+        // A path with no delay sample counts as quickest.
+        paths.push(PathSender::new(2, 1.0, CcKind::Bbr.build()));
+        assert!(landed(&paths, Some((t1, 2)), t1));
+    }
 }
