@@ -395,26 +395,33 @@ impl Sender {
     fn refill_window_to(&mut self, now: Instant, bytes: u64) {
         // Only when there is something to pass.
         while self.queue.len() > self.head_len {
-            let (in_window, paths, last) =
-                (&self.window_of_bucket, &self.paths, &self.bucket_last_sent);
-            let before = self.flows.counters.codel_drops;
-            let sparse = self
-                .flows
-                .dequeue_sparse(now, &|b| in_window[b] == 0 && landed(paths, last[b], now));
-            self.counters.dropped_codel += self.flows.counters.codel_drops - before;
-            let Some(d) = sparse else {
+            let Some(d) = self.take_from_flows(now, true) else {
                 break;
             };
             self.admit(now, d);
         }
         while self.window_bytes() < bytes {
-            let before = self.flows.counters.codel_drops;
-            let Some(d) = self.flows.dequeue(now) else {
+            let Some(d) = self.take_from_flows(now, false) else {
                 break;
             };
-            self.counters.dropped_codel += self.flows.counters.codel_drops - before;
             self.admit(now, d);
         }
+    }
+
+    /// The flow queue's next datagram (`sparse`: only a sparse flow's that
+    /// may go express), counting what CoDel dropped on the way.
+    fn take_from_flows(&mut self, now: Instant, sparse: bool) -> Option<Dequeued> {
+        let before = self.flows.counters.codel_drops;
+        let d = if sparse {
+            let (in_window, paths, last) =
+                (&self.window_of_bucket, &self.paths, &self.bucket_last_sent);
+            self.flows
+                .dequeue_sparse(now, &|b| in_window[b] == 0 && landed(paths, last[b], now))
+        } else {
+            self.flows.dequeue(now)
+        };
+        self.counters.dropped_codel += self.flows.counters.codel_drops - before;
+        d
     }
 
     /// Numbers a datagram from the flow queue and puts it in the window: at
@@ -1336,22 +1343,24 @@ mod tests {
         // Pacing lets one out; the window holds the next 63.
         assert_eq!(sent_headers(&mut s), vec![(0, 0, 1000)]);
         assert_eq!(s.next_gseq, 64);
-        // A small flow's two datagrams: numbered after the whole window,
-        // they leave first when the path may send again.
+        // Two small flows' datagrams, then a second of the first: numbered
+        // after the whole window, they leave first, in their order, when
+        // the path may send again.
         s.send_flow(t0, 2, vec![9; 100]).unwrap();
+        s.send_flow(t0, 3, vec![9; 102]).unwrap();
         s.send_flow(t0, 2, vec![9; 101]).unwrap();
         assert_eq!(sent_headers(&mut s), vec![]);
         ack_all(&mut s, t0 + ms(40), 0, 0);
         run_until(&mut s, t0 + ms(60));
         let next = sent_headers(&mut s);
-        assert_eq!(next[..2], [(64, 64, 100), (65, 1, 101)]);
+        assert_eq!(next[..3], [(64, 64, 100), (65, 1, 102), (66, 1, 101)]);
         // The window's lower numbers still go out on the same path after
         // them, in order; the falling gap is sent as unknown.
-        assert_eq!(next[2], (1, 0, 1000));
-        let bulk: Vec<u64> = next[2..].iter().map(|h| h.0).collect();
+        assert_eq!(next[3], (1, 0, 1000));
+        let bulk: Vec<u64> = next[3..].iter().map(|h| h.0).collect();
         assert_eq!(bulk, (1..1 + bulk.len() as u64).collect::<Vec<_>>());
-        assert!(bulk.len() > 5 && next[3..].iter().all(|h| h.1 == 1));
-        assert_eq!(s.counters.sent_express, 2);
+        assert!(bulk.len() > 5 && next[4..].iter().all(|h| h.1 == 1));
+        assert_eq!(s.counters.sent_express, 3);
         assert_eq!(s.counters.sent_datagrams, 1 + next.len() as u64);
     }
 
@@ -1402,5 +1411,23 @@ mod tests {
         // A path with no delay sample counts as quickest.
         paths.push(PathSender::new(2, 1.0, CcKind::Bbr.build()));
         assert!(landed(&paths, Some((t1, 2)), t1));
+    }
+
+    #[test]
+    fn codel_drops_in_the_flow_queue_are_counted() {
+        let mut s = one_path();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        // A standing queue in the flow queue (put there directly: the
+        // window would take it otherwise). Its head waits past CoDel's
+        // target (25 ms) at the first dequeue, and for an interval (100
+        // ms) more at the second, which drops.
+        for _ in 0..100 {
+            s.flows.enqueue(t0, 1, vec![7; 1000]);
+        }
+        for (at, sparse) in [(200, false), (301, false), (302, true)] {
+            s.take_from_flows(t0 + ms(at), sparse);
+        }
+        assert!(s.counters.dropped_codel > 0);
+        assert_eq!(s.counters.dropped_codel, s.flows.counters.codel_drops);
     }
 }
