@@ -50,10 +50,13 @@ fuzz_target!(|data: &[u8]| {
         let op = input.u8();
         match op % 5 {
             0 => {
-                // A few datagrams from the application.
+                // A few datagrams from the application, of one of eight
+                // flows (the operation byte's top bits): several flows
+                // make sparse ones, which may go express.
+                let flow = u64::from(op >> 5);
                 for _ in 0..input.u8() % 16 {
                     let len = usize::from(input.u16() % 1500);
-                    let _ = bounded("send", || tx.send(now, vec![0; len]));
+                    let _ = bounded("send", || tx.send_flow(now, flow, vec![0; len]));
                 }
             }
             1 => {
