@@ -598,4 +598,30 @@ mod tests {
         assert_eq!(delivered(&mut rx), vec![]);
         assert_eq!(feedback(&mut rx), vec![]);
     }
+
+    #[test]
+    fn a_paths_gap_counts_from_its_last_ordinary_packet() {
+        let mut rx = Receiver::new(ReceiverConfig::new(2));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 0, &packet(0, 0, 0, 0)).unwrap();
+        let express = DataHeader {
+            express: true,
+            ..header(10, 1, 10, wire::GAP_SATURATED)
+        };
+        rx.handle_datagram(t, 0, &header_packet(express)).unwrap();
+        for (pseq, gseq) in [(0, 2), (1, 3)] {
+            let p = DataHeader {
+                path: 1,
+                ..header(gseq, pseq, 0, 0)
+            };
+            rx.handle_datagram(t, 1, &header_packet(p)).unwrap();
+        }
+        // Path 0 lost one packet (not named) before 4. Counting from its
+        // last ordinary packet, 0, only 1 is missing: that is it, and 2, 3
+        // and 4 go at once. (Counting from the express 10 would pin
+        // nothing down, and they would wait for a timeout.)
+        rx.handle_datagram(t, 0, &packet(4, 3, 0, 0)).unwrap();
+        assert_eq!(delivered(&mut rx), vec![0, 10, 2, 3, 4]);
+        assert_eq!(rx.resequencer().counters.skipped, 1);
+    }
 }
