@@ -624,4 +624,25 @@ mod tests {
         assert_eq!(delivered(&mut rx), vec![0, 10, 2, 3, 4]);
         assert_eq!(rx.resequencer().counters.skipped, 1);
     }
+
+    #[test]
+    fn a_packet_late_on_its_path_sets_its_bit_below_the_largest() {
+        let mut rx = Receiver::new(ReceiverConfig::new(1));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
+        // 1-4 missing: acknowledged at once, 0 four below 5.
+        rx.handle_datagram(t, 0, &data(5, 5)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(5, 0b1_0000)]);
+        // 2 arrives late: its bit is two below 5.
+        rx.handle_datagram(t, 0, &data(2, 2)).unwrap();
+        rx.handle_datagram(t, 0, &data(6, 6)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(6, 0b10_1001)]);
+        // 64 ahead: 6 is the bitmap's last bit; 5, now 65 below the
+        // largest, is beyond it and ignored.
+        rx.handle_datagram(t, 0, &data(70, 70)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(70, 1 << 63)]);
+        rx.handle_datagram(t, 0, &data(9, 5)).unwrap();
+        rx.handle_datagram(t, 0, &data(71, 71)).unwrap();
+        assert_eq!(acks(&mut rx), vec![(71, 1)]);
+    }
 }
