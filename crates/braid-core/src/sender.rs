@@ -1384,8 +1384,9 @@ mod tests {
     fn a_flows_datagram_lands_after_its_paths_lead_over_the_quickest() {
         let t0 = Instant::from_nanos(1_000_000_000);
         let mut anchor = None;
-        // Path 0: one-way 10 ms; path 1: 50 ms (one sample each).
-        let mut paths: Vec<PathSender> = [10, 50]
+        // Path 0: one-way 50 ms, path 1: 10 ms, one sample each (delays
+        // count from the first sample's, so path 1's floor is below 0).
+        let mut paths: Vec<PathSender> = [50, 10]
             .iter()
             .enumerate()
             .map(|(i, &owd)| {
@@ -1405,9 +1406,9 @@ mod tests {
             .collect();
         let t1 = t0 + ms(100);
         assert!(landed(&paths, None, t1));
-        assert!(landed(&paths, Some((t1, 0)), t1));
-        assert!(!landed(&paths, Some((t1, 1)), t1 + ms(39)));
-        assert!(landed(&paths, Some((t1, 1)), t1 + ms(40)));
+        assert!(landed(&paths, Some((t1, 1)), t1));
+        assert!(!landed(&paths, Some((t1, 0)), t1 + ms(39)));
+        assert!(landed(&paths, Some((t1, 0)), t1 + ms(40)));
         // A path with no delay sample counts as quickest.
         paths.push(PathSender::new(2, 1.0, CcKind::Bbr.build()));
         assert!(landed(&paths, Some((t1, 2)), t1));
