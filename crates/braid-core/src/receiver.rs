@@ -201,13 +201,14 @@ impl Receiver {
             .get_or_insert(now + self.config.report_interval);
         self.reseq.set_timeout(self.reseq_timeout(now));
         let flow = FlowLink::from_wire(header.gseq, header.flow_gap);
-        if header.express {
-            self.reseq
-                .push_express(now, header.gseq, payload.to_vec(), gap, flow);
-        } else {
-            self.reseq
-                .push(now, header.gseq, payload.to_vec(), gap, flow);
-        }
+        self.reseq.push_marked(
+            now,
+            header.gseq,
+            payload.to_vec(),
+            gap,
+            flow,
+            header.express,
+        );
         Ok(())
     }
 

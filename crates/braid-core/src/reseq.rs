@@ -297,22 +297,12 @@ impl Resequencer {
         gap: Option<PathGap>,
         flow: FlowLink,
     ) {
-        self.accept(now, gseq, payload, gap, flow, false);
+        self.push_marked(now, gseq, payload, gap, flow, false);
     }
 
-    /// Accepts an express packet (see the module documentation).
-    pub fn push_express(
-        &mut self,
-        now: Instant,
-        gseq: u64,
-        payload: Vec<u8>,
-        gap: Option<PathGap>,
-        flow: FlowLink,
-    ) {
-        self.accept(now, gseq, payload, gap, flow, true);
-    }
-
-    fn accept(
+    /// As `push`, for a packet the sender marked `express` or not (see the
+    /// module documentation).
+    pub fn push_marked(
         &mut self,
         now: Instant,
         gseq: u64,

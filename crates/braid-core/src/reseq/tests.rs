@@ -859,7 +859,7 @@ proptest! {
             match kind {
                 0 => r.skip(at(now), g, u32::from(gap % 8)),
                 1 => r.handle_timeout(at(now)),
-                7 => r.push_express(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap)),
+                7 => r.push_marked(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap), true),
                 _ => r.push(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap)),
             }
             check(&mut r)?;
@@ -986,7 +986,7 @@ fn an_express_packet_goes_at_once_and_is_no_sign_of_a_hole() {
     r.set_timeout(ms(10));
     r.push(at(0), 0, vec![], None, FlowLink::First);
     // 1..10 are still at the sender; 10 came ahead of them.
-    r.push_express(at(1), 10, vec![], None, FlowLink::First);
+    r.push_marked(at(1), 10, vec![], None, FlowLink::First, true);
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 10]);
     assert_eq!(r.poll_timeout(), None, "no hole is open");
     // A real hole: 2 arrives, 1 does not. Three expiries give up on what
@@ -1018,17 +1018,17 @@ fn an_express_packet_goes_at_once_and_is_no_sign_of_a_hole() {
 #[test]
 fn an_express_packet_before_its_flows_previous_one_goes_and_is_counted() {
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push_express(at(0), 5, vec![], None, FlowLink::After(3));
-    r.push_express(at(0), 8, vec![], None, FlowLink::After(5));
-    r.push_express(at(0), 9, vec![], None, FlowLink::First);
+    r.push_marked(at(0), 5, vec![], None, FlowLink::After(3), true);
+    r.push_marked(at(0), 8, vec![], None, FlowLink::After(5), true);
+    r.push_marked(at(0), 9, vec![], None, FlowLink::First, true);
     assert_eq!(gseqs(&drain(&mut r)), vec![5, 8, 9]);
     // Only 5 passed its flow's previous packet.
     assert_eq!(r.counters.express_unordered, 1);
     // A second copy is a duplicate.
-    r.push_express(at(0), 8, vec![], None, FlowLink::After(5));
+    r.push_marked(at(0), 8, vec![], None, FlowLink::After(5), true);
     assert_eq!(r.counters.duplicates, 1);
     // At the delivery point it is an ordinary packet.
-    r.push_express(at(0), 0, vec![], None, FlowLink::Unknown);
+    r.push_marked(at(0), 0, vec![], None, FlowLink::Unknown, true);
     assert_eq!(gseqs(&drain(&mut r)), vec![0]);
     assert!(!r.express_ahead.contains(&0));
 }
@@ -1038,14 +1038,14 @@ fn express_numbers_ahead_are_capped_and_then_count_as_ordinary() {
     let mut r = Resequencer::new(ReseqConfig::default());
     r.set_timeout(ms(10));
     for g in 1..=MAX_EXPRESS_AHEAD as u64 {
-        r.push_express(at(0), g, vec![], None, FlowLink::First);
+        r.push_marked(at(0), g, vec![], None, FlowLink::First, true);
     }
     assert_eq!(r.express_ahead.len(), MAX_EXPRESS_AHEAD);
     assert_eq!(r.poll_timeout(), None);
     // One more is ordinary: delivered ahead for its flow, and a sign of
     // the hole at 0.
     let next = MAX_EXPRESS_AHEAD as u64 + 1;
-    r.push_express(at(0), next, vec![], None, FlowLink::First);
+    r.push_marked(at(0), next, vec![], None, FlowLink::First, true);
     assert_eq!(r.express_ahead.len(), MAX_EXPRESS_AHEAD);
     assert_eq!(r.poll_timeout(), Some(at(10)));
     assert_eq!(drain(&mut r).len(), MAX_EXPRESS_AHEAD + 1);
