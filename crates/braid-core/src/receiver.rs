@@ -346,6 +346,22 @@ mod tests {
         d
     }
 
+    /// A data packet naming path `path`, without gap hints.
+    fn data_on(path: u8, gseq: u64, pseq: u32) -> Vec<u8> {
+        header_packet(DataHeader {
+            path,
+            ..header(gseq, pseq, 0, 0)
+        })
+    }
+
+    /// An express packet of path 0.
+    fn express_packet(gseq: u64, pseq: u32, prev_gap: u16, flow_gap: u16) -> Vec<u8> {
+        header_packet(DataHeader {
+            express: true,
+            ..header(gseq, pseq, prev_gap, flow_gap)
+        })
+    }
+
     fn delivered(rx: &mut Receiver) -> Vec<u64> {
         std::iter::from_fn(|| rx.poll_deliver())
             .map(|d| d.gseq)
@@ -423,25 +439,15 @@ mod tests {
         let t = Instant::from_nanos(1_000_000);
         rx.handle_datagram(t, 0, &packet(0, 0, 0, 0)).unwrap();
         for (pseq, gseq) in (2..10).enumerate() {
-            let p = DataHeader {
-                path: 1,
-                ..header(gseq, pseq as u32, 0, 0)
-            };
-            rx.handle_datagram(t, 1, &header_packet(p)).unwrap();
+            rx.handle_datagram(t, 1, &data_on(1, gseq, pseq as u32))
+                .unwrap();
         }
         // Path 0 lost one packet (its number not named) before the express
         // 10. Only 1 is missing below 10 and one packet was lost, but 1 may
         // still be at the sender: nothing is given up on.
-        let express = DataHeader {
-            express: true,
-            ..header(10, 2, 0, wire::GAP_SATURATED)
-        };
-        rx.handle_datagram(t, 0, &header_packet(express)).unwrap();
-        let eleven = DataHeader {
-            path: 1,
-            ..header(11, 8, 0, 0)
-        };
-        rx.handle_datagram(t, 1, &header_packet(eleven)).unwrap();
+        let express = express_packet(10, 2, 0, wire::GAP_SATURATED);
+        rx.handle_datagram(t, 0, &express).unwrap();
+        rx.handle_datagram(t, 1, &data_on(1, 11, 8)).unwrap();
         assert_eq!(delivered(&mut rx), vec![0, 10]);
         assert_eq!(rx.resequencer().counters.skipped, 0);
         rx.handle_datagram(t, 0, &packet(1, 3, 0, 0)).unwrap();
@@ -512,19 +518,13 @@ mod tests {
     fn loss_reports_count_each_paths_packets_per_interval_on_every_live_path() {
         let mut rx = Receiver::new(ReceiverConfig::new(2));
         let t = Instant::from_nanos(1_000_000);
-        let on_b = |gseq, pseq| {
-            header_packet(DataHeader {
-                path: 1,
-                ..header(gseq, pseq, 0, 0)
-            })
-        };
         // a: 0, 1, (2 lost), 3, (4, 5 lost), 6, then 2 late; b: 0, 1.
         for pseq in [0, 1, 3, 6, 2] {
             rx.handle_datagram(t, 0, &data(u64::from(pseq) * 2, pseq))
                 .unwrap();
         }
-        rx.handle_datagram(t, 1, &on_b(1, 0)).unwrap();
-        rx.handle_datagram(t, 1, &on_b(3, 1)).unwrap();
+        rx.handle_datagram(t, 1, &data_on(1, 1, 0)).unwrap();
+        rx.handle_datagram(t, 1, &data_on(1, 3, 1)).unwrap();
         feedback(&mut rx);
         rx.handle_timeout(t + ms(50));
         let reports: Vec<(u8, LossReport)> = feedback(&mut rx)
@@ -566,18 +566,10 @@ mod tests {
         let mut rx = Receiver::new(ReceiverConfig::new(2));
         let t = Instant::from_nanos(1_000_000);
         // Data naming path 1 arriving on path 0.
-        let on_b = header_packet(DataHeader {
-            path: 1,
-            ..header(0, 0, 0, 0)
-        });
-        assert!(rx.handle_datagram(t, 0, &on_b).is_err());
+        assert!(rx.handle_datagram(t, 0, &data_on(1, 0, 0)).is_err());
         assert_eq!(rx.malformed, 1);
         // A path the receiver does not have.
-        let on_c = header_packet(DataHeader {
-            path: 2,
-            ..header(0, 0, 0, 0)
-        });
-        assert!(rx.handle_datagram(t, 2, &on_c).is_err());
+        assert!(rx.handle_datagram(t, 2, &data_on(2, 0, 0)).is_err());
         assert_eq!(rx.malformed, 2);
         // Garbage, and feedback that flows the other way: one per frame.
         assert!(rx.handle_datagram(t, 0, &[0xff, 0]).is_err());
@@ -605,17 +597,10 @@ mod tests {
         let mut rx = Receiver::new(ReceiverConfig::new(2));
         let t = Instant::from_nanos(1_000_000);
         rx.handle_datagram(t, 0, &packet(0, 0, 0, 0)).unwrap();
-        let express = DataHeader {
-            express: true,
-            ..header(10, 1, 10, wire::GAP_SATURATED)
-        };
-        rx.handle_datagram(t, 0, &header_packet(express)).unwrap();
+        let express = express_packet(10, 1, 10, wire::GAP_SATURATED);
+        rx.handle_datagram(t, 0, &express).unwrap();
         for (pseq, gseq) in [(0, 2), (1, 3)] {
-            let p = DataHeader {
-                path: 1,
-                ..header(gseq, pseq, 0, 0)
-            };
-            rx.handle_datagram(t, 1, &header_packet(p)).unwrap();
+            rx.handle_datagram(t, 1, &data_on(1, gseq, pseq)).unwrap();
         }
         // Path 0 lost one packet (not named) before 4. Counting from its
         // last ordinary packet, 0, only 1 is missing: that is it, and 2, 3
