@@ -148,6 +148,25 @@ struct Queued {
     express: bool,
 }
 
+/// What the sender tracks of one flow-queue bucket.
+#[derive(Debug, Clone, Copy, Default)]
+struct BucketTrack {
+    /// Global number last given to one of its datagrams.
+    last_gseq: Option<u64>,
+    /// Its datagrams in the scheduling window.
+    in_window: u32,
+    /// When and on which path its last datagram was sent.
+    last_sent: Option<(Instant, usize)>,
+}
+
+impl BucketTrack {
+    /// Its next datagram may go ahead of the window: none of its own waits
+    /// there to be passed, and the last one sent should have landed.
+    fn may_pass(&self, paths: &[PathSender], now: Instant) -> bool {
+        self.in_window == 0 && landed(paths, self.last_sent, now)
+    }
+}
+
 /// Whether a flow's last datagram, `sent` at a time on a path, should have
 /// arrived by the time one sent now on the quickest path would: it was sent
 /// at least its path's lead in one-way delay floor over the quickest ago (a
@@ -207,12 +226,8 @@ pub struct Sender {
     /// Wire bytes the window may hold.
     window_budget: u64,
     next_gseq: u64,
-    /// Global number last given to a datagram of each flow-queue bucket.
-    last_gseq_of_bucket: Vec<Option<u64>>,
-    /// Datagrams of each flow-queue bucket in the window.
-    window_of_bucket: Vec<u32>,
-    /// When and on which path each bucket's last datagram was sent.
-    bucket_last_sent: Vec<Option<(Instant, usize)>>,
+    /// What is known of each flow-queue bucket's datagrams.
+    buckets: Vec<BucketTrack>,
     /// Global number last sent on each path.
     last_gseq_on: Vec<Option<u64>>,
     /// Numbers dropped unsent since the last skip notice...
@@ -259,9 +274,7 @@ impl Sender {
         });
         // Kept payloads cost at most what the queue may hold.
         let in_flight = InFlightPayloads::new(config_paths, config.max_queue_bytes);
-        let last_gseq_of_bucket = vec![None; flows.bucket_count()];
-        let window_of_bucket = vec![0; flows.bucket_count()];
-        let bucket_last_sent = vec![None; flows.bucket_count()];
+        let buckets = vec![BucketTrack::default(); flows.bucket_count()];
         Ok(Sender {
             paths,
             scheduler,
@@ -272,9 +285,7 @@ impl Sender {
             queue_bytes: 0,
             window_budget: INITIAL_WINDOW_BYTES,
             next_gseq: 0,
-            last_gseq_of_bucket,
-            window_of_bucket,
-            bucket_last_sent,
+            buckets,
             last_gseq_on,
             pending_skips: Vec::new(),
             repeat_skips: Vec::new(),
@@ -413,10 +424,9 @@ impl Sender {
     fn take_from_flows(&mut self, now: Instant, sparse: bool) -> Option<Dequeued> {
         let before = self.flows.counters.codel_drops;
         let d = if sparse {
-            let (in_window, paths, last) =
-                (&self.window_of_bucket, &self.paths, &self.bucket_last_sent);
+            let (buckets, paths) = (&self.buckets, &self.paths);
             self.flows
-                .dequeue_sparse(now, &|b| in_window[b] == 0 && landed(paths, last[b], now))
+                .dequeue_sparse(now, &|b| buckets[b].may_pass(paths, now))
         } else {
             self.flows.dequeue(now)
         };
@@ -436,19 +446,17 @@ impl Sender {
         }
         self.queue_bytes += d.payload.len();
         let gseq = self.next_gseq;
-        let last_of_bucket = &mut self.last_gseq_of_bucket[d.bucket];
+        let bucket = &mut self.buckets[d.bucket];
         // The first datagram of a bucket has no predecessor: a gap of
         // 0 would mean "no flow information", so it saturates instead.
-        let flow_gap = match wire::saturating_gap(gseq, *last_of_bucket) {
+        let flow_gap = match wire::saturating_gap(gseq, bucket.last_gseq) {
             0 => wire::GAP_SATURATED,
             gap => gap,
         };
-        *last_of_bucket = Some(gseq);
-        let express = d.sparse
-            && self.queue.len() > self.head_len
-            && self.window_of_bucket[d.bucket] == 0
-            && landed(&self.paths, self.bucket_last_sent[d.bucket], now);
-        self.window_of_bucket[d.bucket] += 1;
+        bucket.last_gseq = Some(gseq);
+        let express =
+            d.sparse && self.queue.len() > self.head_len && bucket.may_pass(&self.paths, now);
+        bucket.in_window += 1;
         let queued = Queued {
             gseq,
             flow_gap,
@@ -927,7 +935,7 @@ impl Sender {
             self.head_len -= 1;
         }
         if let Some(b) = q.bucket {
-            self.window_of_bucket[b] -= 1;
+            self.buckets[b].in_window -= 1;
         }
         q
     }
@@ -941,7 +949,7 @@ impl Sender {
             self.last_gseq_on[index] = self.last_gseq_on[index].max(Some(q.gseq));
         }
         if let Some(b) = q.bucket {
-            self.bucket_last_sent[b] = Some((now, index));
+            self.buckets[b].last_sent = Some((now, index));
         }
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
