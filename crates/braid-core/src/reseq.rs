@@ -182,14 +182,13 @@ const MAX_GAP_SCAN: u64 = 1 << 12;
 /// How far below `next` the resequencer remembers what it skipped, to tell a
 /// late packet from a duplicate...
 const SKIP_MEMORY: u64 = 1 << 16;
-
-/// Most express numbers remembered ahead of `next`, well under
-/// `SKIP_MEMORY`.
-const MAX_EXPRESS_AHEAD: usize = 1024;
 /// ...in at most this many ranges.
 const MAX_SKIPPED_RANGES: usize = 1 << 12;
 /// Most separate ranges of numbers known lost ahead of `next`.
 const MAX_LOST_RANGES: usize = 1 << 12;
+/// Most express numbers remembered ahead of `next`, well under
+/// `SKIP_MEMORY`.
+const MAX_EXPRESS_AHEAD: usize = 1024;
 
 #[derive(Debug)]
 pub struct Resequencer {
