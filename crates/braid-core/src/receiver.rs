@@ -74,10 +74,23 @@ pub struct Receiver {
     pub malformed: u64,
     /// Data packets whose per-path number was too far ahead to be honest.
     pub out_of_window: u64,
+    /// Arrival of the first data packet, from which a silent path's grace runs.
+    first_data: Option<Instant>,
 }
 
-/// Hole timeout while some path has delivered nothing yet.
-const UNKNOWN_PATH_TIMEOUT: Duration = Duration::from_millis(100);
+/// Hole timeout while some path has delivered nothing yet: a path's first
+/// packets may take a long path's whole one-way delay (a geostationary
+/// satellite hop is about 280 ms), and a hole released before them is a
+/// reordering the application sees (an inner TCP's first window, sent over
+/// every path at once, took a spurious fast retransmit on a 150 ms path
+/// with 100 ms here, and left slow start at 10 segments).
+const UNKNOWN_PATH_TIMEOUT: Duration = Duration::from_millis(400);
+
+/// How long after the first data packet a path that has delivered nothing
+/// still counts as one whose packets may be on their way. Beyond it the
+/// path is silent (down, unplugged, or a backup the sender does not use),
+/// and waiting for it would hold every hole for nothing.
+const UNKNOWN_PATH_GRACE: Duration = Duration::from_secs(1);
 
 /// Per-path numbers at or beyond this far ahead of the next expected one are
 /// dropped: one forged packet must not move a path's sequence for good.
@@ -98,6 +111,7 @@ impl Receiver {
             out: VecDeque::new(),
             malformed: 0,
             out_of_window: 0,
+            first_data: None,
         }
     }
 
@@ -145,6 +159,7 @@ impl Receiver {
             return Ok(());
         }
         p.last_heard = Some(now);
+        self.first_data.get_or_insert(now);
         let mut gap = None;
         if !p.started || pseq >= p.expected {
             if p.started && pseq > p.expected {
@@ -223,11 +238,16 @@ impl Receiver {
         });
         let spread_us = if hi >= lo { hi - lo } else { 0.0 };
         // A path not heard from yet may be the slowest: until every path has
-        // spoken, do not give up on a hole quickly.
-        let floor = if self.paths.iter().all(|p| p.owd.has_samples()) {
-            Duration::from_millis(2)
-        } else {
+        // spoken, or the silent ones have had their grace, do not give up on
+        // a hole quickly.
+        let waiting_for_a_path = !self.paths.iter().all(|p| p.owd.has_samples())
+            && self
+                .first_data
+                .is_none_or(|first| now - first < UNKNOWN_PATH_GRACE);
+        let floor = if waiting_for_a_path {
             UNKNOWN_PATH_TIMEOUT
+        } else {
+            Duration::from_millis(2)
         };
         Duration::from_micros(spread_us as u64).max(floor) + Duration::from_millis(1)
     }
@@ -630,5 +650,53 @@ mod tests {
         rx.handle_datagram(t, 0, &data(9, 5)).unwrap();
         rx.handle_datagram(t, 0, &data(71, 71)).unwrap();
         assert_eq!(acks(&mut rx), vec![(71, 1)]);
+    }
+
+    /// Runs every timeout due up to `until`.
+    fn run_timeouts(rx: &mut Receiver, until: Instant) {
+        while let Some(t) = rx.poll_timeout().filter(|&t| t <= until) {
+            rx.handle_timeout(t);
+        }
+    }
+
+    #[test]
+    fn a_hole_waits_for_a_path_not_heard_from_yet() {
+        let mut rx = Receiver::new(ReceiverConfig::new(2));
+        let t = Instant::from_nanos(1_000_000);
+        // 1 comes on path 1; 0 is on path 0, a long path that has not
+        // delivered anything yet.
+        rx.handle_datagram(t, 1, &data_on(1, 1, 0)).unwrap();
+        let arrives = t + Duration::from_millis(350);
+        run_timeouts(&mut rx, arrives);
+        assert_eq!(delivered(&mut rx), vec![]);
+        rx.handle_datagram(arrives, 0, &data_on(0, 0, 0)).unwrap();
+        assert_eq!(delivered(&mut rx), vec![0, 1]);
+        assert_eq!(rx.resequencer().counters.timeouts, 0);
+    }
+
+    #[test]
+    fn a_path_silent_past_its_grace_no_longer_holds_holes() {
+        let mut rx = Receiver::new(ReceiverConfig::new(2));
+        // Sent when it arrives: a steady one-way delay.
+        let sent_now = |now: Instant, gseq, pseq| {
+            header_packet(DataHeader {
+                path: 1,
+                send_ts_us: now.wire_micros(),
+                ..header(gseq, pseq, 0, 0)
+            })
+        };
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 1, &sent_now(t, 0, 0)).unwrap();
+        assert_eq!(delivered(&mut rx), vec![0]);
+        // Path 0 never speaks. Past the grace, a hole (1) is given up on
+        // after the heard paths' spread plus a few milliseconds, not after
+        // the wait for a path whose packets may still be coming.
+        let later = t + UNKNOWN_PATH_GRACE + Duration::from_millis(500);
+        rx.handle_datagram(later, 1, &sent_now(later, 2, 1))
+            .unwrap();
+        assert_eq!(delivered(&mut rx), vec![]);
+        run_timeouts(&mut rx, later + Duration::from_millis(10));
+        assert_eq!(delivered(&mut rx), vec![2]);
+        assert_eq!(rx.resequencer().counters.timeouts, 1);
     }
 }
