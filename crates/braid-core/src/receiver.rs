@@ -688,12 +688,14 @@ mod tests {
         let t = Instant::from_nanos(1_000_000);
         rx.handle_datagram(t, 1, &sent_now(t, 0, 0)).unwrap();
         assert_eq!(delivered(&mut rx), vec![0]);
-        // Path 0 never speaks. Past the grace, a hole (1) is given up on
-        // after the heard paths' spread plus a few milliseconds, not after
-        // the wait for a path whose packets may still be coming.
-        let later = t + UNKNOWN_PATH_GRACE + Duration::from_millis(500);
+        // Path 0 never speaks. From the end of the grace on, a hole (1) is
+        // given up on after the heard paths' spread plus 3 ms (the 2 ms
+        // floor and 1 ms), not after the wait for a path whose packets may
+        // still be coming.
+        let later = t + UNKNOWN_PATH_GRACE;
         rx.handle_datagram(later, 1, &sent_now(later, 2, 1))
             .unwrap();
+        run_timeouts(&mut rx, later + Duration::from_micros(2500));
         assert_eq!(delivered(&mut rx), vec![]);
         run_timeouts(&mut rx, later + Duration::from_millis(10));
         assert_eq!(delivered(&mut rx), vec![2]);
