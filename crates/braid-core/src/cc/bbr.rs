@@ -48,6 +48,16 @@ const MIN_RTT_WINDOW: Duration = Duration::from_secs(10);
 /// A tunnel carries the aggregate of many flows, and on long paths every
 /// startup round trip costs a round trip of the offered load.
 const INITIAL_CWND: u64 = 64 * MSS;
+/// The round trip [`INITIAL_CWND`] is sized for: on a shorter path, once
+/// its minimum RTT is known, start-up's window is cut to the same rate
+/// (64 packets per 100 ms, at least [`STARTUP_FLOOR_PACKETS`]) or the
+/// model's target, whichever is larger. 64 packets in flight on a 10-ms
+/// path are a 77 Mbit/s guess: on a 2 or 5 Mbit/s path whose link queue
+/// holds 10 packets, start-up's first round trips overflowed it (55 drops
+/// in 0.1 s on 18 + 2 Mbit/s at 100/5 ms), and an inner TCP took each
+/// such drop as congestion in its own slow start (BENCHMARKS.md,
+/// "Start-up").
+const INITIAL_WINDOW_RTT: Duration = Duration::from_millis(100);
 const MIN_CWND: u64 = 4 * MSS;
 /// Packets per round trip startup paces at least (Linux's initial window).
 const STARTUP_FLOOR_PACKETS: u64 = 10;
@@ -193,6 +203,16 @@ impl Bbr {
     }
 }
 
+/// Start-up's window for a path of minimum RTT `min_rtt`, before the
+/// model's target outgrows it (see [`INITIAL_WINDOW_RTT`]).
+fn initial_window(min_rtt: Option<Duration>) -> u64 {
+    let Some(rtt) = min_rtt else {
+        return INITIAL_CWND;
+    };
+    let share = (rtt.as_secs_f64() / INITIAL_WINDOW_RTT.as_secs_f64()).min(1.0);
+    ((INITIAL_CWND as f64 * share) as u64).max(STARTUP_FLOOR_PACKETS * MSS)
+}
+
 impl Controller for Bbr {
     fn name(&self) -> &'static str {
         "bbr"
@@ -233,7 +253,9 @@ impl Controller for Bbr {
                 // model, it reached several times the path's BDP before
                 // startup ended and overflowed the bottleneck's queue.
                 self.cwnd = match self.mode {
-                    Mode::Startup if self.cwnd >= target => self.cwnd,
+                    Mode::Startup if self.cwnd >= target => {
+                        self.cwnd.min(initial_window(self.min_rtt).max(target))
+                    }
                     Mode::Startup => self.cwnd + ack.bytes,
                     _ => (self.cwnd + ack.bytes).min(target),
                 }
@@ -508,14 +530,39 @@ mod tests {
         }
         assert_eq!(c.mode, Mode::Startup);
         assert_eq!(c.cwnd_bytes(), INITIAL_CWND + 10 * MSS);
-        // 10 Mbit/s x 20 ms: the initial window is above the target; startup
-        // neither grows nor cuts it.
+        // 1 Mbit/s x 100 ms: the initial window is above the target, and
+        // this is the round trip it is sized for: startup neither grows
+        // nor cuts it.
+        let mut c = Bbr::new();
+        for n in 1..=10 {
+            ack_one(&mut c, t, n * MSS, Some(1e6), Duration::from_millis(100));
+        }
+        assert_eq!(c.mode, Mode::Startup);
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND);
+        // 10 Mbit/s x 20 ms: the initial window (96 kB) is above the
+        // target (2.885 x 25 kB + 3 packets), which is above the initial
+        // window scaled to 20 ms (12.8 packets): cut to the target.
         let mut c = Bbr::new();
         for n in 1..=10 {
             ack_one(&mut c, t, n * MSS, Some(10e6), Duration::from_millis(20));
         }
         assert_eq!(c.mode, Mode::Startup);
-        assert_eq!(c.cwnd_bytes(), INITIAL_CWND);
+        let target = (STARTUP_GAIN * 10e6 * 0.020 / 8.0) as u64 + 3 * MSS;
+        assert_eq!(c.cwnd_bytes(), target);
+        // 1 Mbit/s x 10 ms: the target (2.885 x 1250 B + 3 packets) is
+        // below the window scaled to 10 ms (6.4 packets), itself below
+        // Linux's 10: cut to 10 packets.
+        let mut c = Bbr::new();
+        for n in 1..=10 {
+            ack_one(&mut c, t, n * MSS, Some(1e6), Duration::from_millis(10));
+        }
+        assert_eq!(c.cwnd_bytes(), STARTUP_FLOOR_PACKETS * MSS);
+        // 1 Mbit/s x 50 ms: half the initial window.
+        let mut c = Bbr::new();
+        for n in 1..=10 {
+            ack_one(&mut c, t, n * MSS, Some(1e6), Duration::from_millis(50));
+        }
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND / 2);
     }
 
     #[test]
