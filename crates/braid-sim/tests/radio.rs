@@ -154,6 +154,25 @@ const CHEAP_DEAR: [&str; 2] = [
     "10mbit,10ms,cost=10,name=dear",
 ];
 
+#[test]
+fn a_small_short_paths_start_up_does_not_overflow_its_link() {
+    // 18 + 2 Mbit/s at 100/5 ms, one TCP flow: BBR's 64-packet initial
+    // window, kept on the 10-ms path at start-up's pacing floor (35
+    // Mbit/s), overflowed the 2 Mbit/s link's 10-packet queue: 71 of its
+    // 361 packets in the first 2 s, and the TCP flow left slow start on
+    // those drops.
+    let r = bench(
+        &["18mbit,100ms", "2mbit,5ms"],
+        "earliest-arrival",
+        "tcp:cubic",
+        2,
+        1,
+    );
+    let small = &r.paths[1].link;
+    assert!(small.offered_packets > 200, "{small:?}");
+    assert_eq!(small.dropped_queue, 0, "{small:?}");
+}
+
 fn dear_share(r: &Report) -> f64 {
     r.paths[1].sent_bytes as f64 / (r.paths[0].sent_bytes + r.paths[1].sent_bytes) as f64
 }
