@@ -8,6 +8,8 @@ set -euo pipefail
 B=${BRAID:-target/release/braid}
 D=${DURATION:-30s}
 TCP=${TCP:-tcp:cubic}
+# Further bench flags for every run (say, EXTRA=--resend-losses).
+read -r -a EXTRA <<<"${EXTRA:-}"
 echo "| ratio | one-way delays | $TCP utilization | TCP RTT p50 / p99 (ms) | with cbr:64kbit: TCP utilization | small flow one-way p50 / p99 (ms) | bound (ms) |"
 echo "|---|---|---|---|---|---|---|"
 for ratio in 1:1 3:1 5:1 9:1; do
@@ -16,10 +18,10 @@ for ratio in 1:1 3:1 5:1 9:1; do
   for delays in 5:5 5:50 5:100 50:5 100:5 20:60 100:100; do
     da=${delays%:*}; db=${delays#*:}
     p1="${ra}mbit,${da}ms"; p2="${rb}mbit,${db}ms"
-    read -r u rtt <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --duration $D --json | python3 -c "
+    read -r u rtt <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --duration $D "${EXTRA[@]}" --json | python3 -c "
 import json,sys; t=json.load(sys.stdin)['flows'][0]['tcp']
 print(f\"{t['utilization']:.3f} {t['rtt_ms']['p50']:.0f}/{t['rtt_ms']['p99']:.0f}\")")"
-    read -r um owd <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --traffic cbr:64kbit --duration $D --json | python3 -c "
+    read -r um owd <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --traffic cbr:64kbit --duration $D "${EXTRA[@]}" --json | python3 -c "
 import json,sys; f=json.load(sys.stdin)['flows']
 print(f\"{f[0]['tcp']['utilization']:.3f} {f[1]['one_way_delay_ms']['p50']:.1f}/{f[1]['one_way_delay_ms']['p99']:.1f}\")")"
     bound=$(( (da<db ? da : db) + 20 ))

@@ -34,8 +34,10 @@ fuzz_target!(|data: &[u8]| {
                     send_ts_us: input.u32(),
                     prev_gap: input.u16(),
                     flow_gap: input.u16(),
-                    // The operation byte's top bit: sent express.
+                    // The operation byte's top bit: sent express; the next
+                    // one: from a sender that re-sends its losses.
                     express: op >= 128,
+                    resends: op & 64 != 0,
                 };
                 let len = usize::from(input_len(&mut input));
                 let mut d = Vec::new();
@@ -65,6 +67,7 @@ fuzz_target!(|data: &[u8]| {
                             },
                             // A sparse flow's packet sent ahead of the burst.
                             express: i == 0 && op >= 128,
+                            resends: op & 64 != 0,
                         };
                         let mut d = Vec::new();
                         header.append_to(&[0; 8], &mut d);

@@ -39,11 +39,14 @@ fuzz_target!(|data: &[u8]| {
             p.overflow = false;
         }
     }
-    config.cc = if input.u8() % 2 == 0 {
+    let cc = input.u8();
+    config.cc = if cc % 2 == 0 {
         CcKind::Bbr
     } else {
         CcKind::Ccid2
     };
+    // The same byte's second bit: the sender re-sends what paths lose.
+    config.resend_losses = cc & 2 != 0;
     let mut tx = Sender::new(config).expect("every named scheduler builds");
     let mut now = Instant::from_nanos(1_000_000_000);
     while !input.is_empty() {

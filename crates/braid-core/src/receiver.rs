@@ -176,6 +176,7 @@ impl Receiver {
                     last_lost: (header.prev_gap != 0 && header.prev_gap != wire::GAP_SATURATED)
                         .then(|| header.gseq.checked_sub(u64::from(header.prev_gap)))
                         .flatten(),
+                    resent: header.resends,
                 });
             }
             // An express number lies beyond numbers this path may still
@@ -357,6 +358,7 @@ mod tests {
             prev_gap,
             flow_gap,
             express: false,
+            resends: false,
         }
     }
 

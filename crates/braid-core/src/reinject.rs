@@ -8,8 +8,9 @@
 //!
 //! A datagram is kept from its transmission until the path acknowledges it
 //! or declares it lost by ordinary loss detection (later packets acked past
-//! it: the path is alive and the loss is the network's, not worth a second
-//! copy that would arrive after the receiver gave up on the hole). So each
+//! it: the path is alive and the loss is the network's). A sender that
+//! re-sends losses then takes it back to send again (the receiver waits
+//! for it, see [`crate::reseq`]); otherwise it is dropped. So each
 //! path's store holds at most what that path has in flight, and all paths
 //! together at most `max_bytes` of payload; a datagram sent while the
 //! store is full is not kept. The payload kept is the one the sender
@@ -31,9 +32,13 @@ pub struct Kept {
     /// The distance to its flow's previous number, sent again unchanged.
     pub flow_gap: u16,
     pub payload: Vec<u8>,
-    /// When the application offered it: a re-send is subject to the same
-    /// queue delay limit as the first send.
+    /// When the application offered it: a datagram sent again is subject
+    /// to the same queue delay limit as the first send (for one its path
+    /// lost, the sender counts only the time it held it, see
+    /// `Sender::handle_datagram`).
     pub enqueued: Instant,
+    /// When it was sent (first, or last if sent again).
+    pub sent: Instant,
 }
 
 #[derive(Debug)]
@@ -96,17 +101,24 @@ impl InFlightPayloads {
     /// The path acknowledged packet `pseq` or declared it lost: its
     /// payload is not needed any more.
     pub fn settle(&mut self, path: usize, pseq: u64) {
-        let Some(store) = self.paths.get_mut(path) else {
-            return;
-        };
-        if let Ok(i) = store.binary_search_by_key(&pseq, |e| e.pseq) {
-            if let Some(k) = store[i].kept.take() {
-                self.bytes -= k.payload.len();
-            }
+        self.take(path, pseq);
+    }
+
+    /// Takes the payload kept for `path`'s packet `pseq`, if any: the path
+    /// lost it, and the sender re-sends it.
+    pub fn take(&mut self, path: usize, pseq: u64) -> Option<Kept> {
+        let store = self.paths.get_mut(path)?;
+        let taken = store
+            .binary_search_by_key(&pseq, |e| e.pseq)
+            .ok()
+            .and_then(|i| store[i].kept.take());
+        if let Some(k) = &taken {
+            self.bytes -= k.payload.len();
         }
         while store.front().is_some_and(|e| e.kept.is_none()) {
             store.pop_front();
         }
+        taken
     }
 
     /// Everything kept for `path`, oldest first, leaving its store empty:
@@ -131,6 +143,7 @@ mod tests {
             flow_gap: 1,
             payload: vec![0; len],
             enqueued: Instant::ZERO,
+            sent: Instant::ZERO,
         }
     }
 
@@ -153,8 +166,12 @@ mod tests {
         assert_eq!(taken, vec![102, 104]);
         assert_eq!((s.len(0), s.bytes()), (0, 500));
         assert!(s.take_path(0).is_empty());
+        // Taken once: the second time there is nothing.
+        assert_eq!(s.take(1, 0), Some(kept(7, 500)));
+        assert_eq!((s.take(1, 0), s.bytes()), (None, 0));
         // Out-of-range paths are ignored.
         s.settle(9, 0);
+        assert_eq!(s.take(9, 0), None);
         assert!(s.take_path(9).is_empty());
     }
 

@@ -25,6 +25,14 @@
 //! early still time out like holes ahead of held ones, so the numbers the
 //! delivery point has not passed stay bounded.
 //!
+//! When the sender re-sends what its paths lose (a gap's `resent`), a
+//! number a path gap pins down is not skipped at once: the sender, having
+//! seen the same gap in the path's acknowledgements, sends the datagram
+//! again or a skip notice for it, and the hole waits for whichever comes
+//! first, or at most [`RESEND_WAIT`] (the follow-up itself may be lost).
+//! An inner TCP that sees a hole filled a round trip late keeps its
+//! window; one that sees it skipped takes it as congestion.
+//!
 //! An express packet (see [`crate::wire`]) was sent ahead of lower numbers
 //! the sender still held: it is delivered at once, in order for its flow
 //! (the sender waits until its flow's previous packet should have
@@ -167,6 +175,9 @@ pub struct PathGap {
     pub lost: u64,
     /// Global number of the packet sent on the path just before this one.
     pub last_lost: Option<u64>,
+    /// The sender re-sends lost datagrams (the header's flag): the numbers
+    /// the gap pins down are awaited, not skipped.
+    pub resent: bool,
 }
 
 /// The most the learned fill time may stretch the caller's timeout.
@@ -186,6 +197,17 @@ const SKIP_MEMORY: u64 = 1 << 16;
 const MAX_SKIPPED_RANGES: usize = 1 << 12;
 /// Most separate ranges of numbers known lost ahead of `next`.
 const MAX_LOST_RANGES: usize = 1 << 12;
+/// Longest a number a path gap pinned down waits for the sender's re-send
+/// or skip notice when neither arrives (never less than the hole
+/// timeout). The follow-up normally comes within the lossy path's one-way
+/// delay back plus the quickest path's forward (the sender detects the
+/// loss from the same gap); the wait bounds it when the follow-up is
+/// itself lost, or never sent (a datagram sent as copies on several paths
+/// is not re-sent). A re-send the sender holds past its queue delay limit
+/// becomes a skip notice, so the wait rarely runs out.
+pub const RESEND_WAIT: Duration = Duration::from_millis(200);
+/// Most separate ranges of numbers awaiting a re-send ahead of `next`.
+const MAX_AWAITED_RANGES: usize = 1 << 12;
 /// Most express numbers remembered ahead of `next`, well under
 /// `SKIP_MEMORY`.
 const MAX_EXPRESS_AHEAD: usize = 1024;
@@ -200,6 +222,9 @@ pub struct Resequencer {
     /// Numbers at or above `next` known lost (per-path gap, skip notice).
     /// May cover held packets (a forged notice); those are still delivered.
     known_lost: RangeSet,
+    /// Numbers at or above `next` a path gap pinned down while the sender
+    /// re-sends losses: awaited for up to `RESEND_WAIT`, not skipped.
+    awaiting_resend: RangeSet,
     /// Ranges below `next` skipped without delivery: start -> (end, when).
     skipped: BTreeMap<u64, (u64, Instant)>,
     /// How long holes take to fill: the time from the first packet held
@@ -241,6 +266,7 @@ impl Resequencer {
             held: BTreeMap::new(),
             held_bytes: 0,
             known_lost: RangeSet::default(),
+            awaiting_resend: RangeSet::default(),
             skipped: BTreeMap::new(),
             fill_max: WindowedMax::new(FILL_WINDOW_MS),
             now: Instant::ZERO,
@@ -316,7 +342,7 @@ impl Resequencer {
             return;
         }
         if let Some(gap) = gap {
-            self.note_gap(gseq, gap);
+            self.note_gap(now, gseq, gap);
         }
         if gseq < self.next {
             return self.push_late(now, gseq, payload);
@@ -380,9 +406,16 @@ impl Resequencer {
     /// packets all lie between the last one it delivered (`after`) and this
     /// one; if exactly as many numbers are missing there as the path lost,
     /// every missing number there is one of them.
-    fn note_gap(&mut self, gseq: u64, gap: PathGap) {
+    fn note_gap(&mut self, now: Instant, gseq: u64, gap: PathGap) {
+        let lost = |this: &mut Self, lo: u64, hi: u64| {
+            if gap.resent {
+                this.await_resend(now, lo, hi);
+            } else {
+                this.mark_lost(lo, hi);
+            }
+        };
         if let Some(l) = gap.last_lost.filter(|&l| l < gseq) {
-            self.mark_lost(l, l + 1);
+            lost(self, l, l + 1);
         }
         let Some(after) = gap.after.filter(|&a| a < gseq) else {
             return;
@@ -400,8 +433,36 @@ impl Resequencer {
         let present = self.held.range(start..hi).count() + self.seen_ahead.range(start..hi).count();
         if hi - start - present as u64 == gap.lost {
             // Held numbers inside the range are delivered all the same.
-            self.mark_lost(start, hi);
+            lost(self, start, hi);
         }
+    }
+
+    /// Records `lo..hi` as awaiting a re-send, clipped to the window. When
+    /// the head of the line is among them, its timer is stretched to
+    /// the awaited wait from now (`resend_wait`).
+    fn await_resend(&mut self, now: Instant, lo: u64, hi: u64) {
+        let (lo, hi) = (lo.max(self.next), hi.min(self.window_end()));
+        if lo >= hi {
+            return;
+        }
+        // Numbers delivered since are no longer awaited.
+        self.awaiting_resend.remove_below(self.next);
+        self.awaiting_resend.insert(lo, hi);
+        if self.awaiting_resend.len() > MAX_AWAITED_RANGES {
+            self.awaiting_resend.pop_last();
+        }
+        if (lo..hi).contains(&self.next) && self.timer_hole == self.next {
+            let until = now + self.resend_wait();
+            if let Some(t) = self.timer.as_mut() {
+                *t = (*t).max(until);
+            }
+        }
+    }
+
+    /// How long an awaited hole waits: never less than any other hole.
+    fn resend_wait(&self) -> Duration {
+        let hole = self.hole_timeout();
+        RESEND_WAIT.min(self.config.max_hold).max(hole)
     }
 
     /// Whether a number in `lo..hi` (below `next`) was skipped.
@@ -489,7 +550,10 @@ impl Resequencer {
         if let Some(w) = waits_on {
             self.waiting.insert(w);
         }
-        if gseq == self.next {
+        // A re-sent packet's wait is a round trip, not the paths' delay
+        // spread the hole timeout learns.
+        let awaited = self.awaiting_resend.end_of_range_holding(gseq).is_some();
+        if gseq == self.next && !awaited {
             if let Some((_, first)) = self.held.first_key_value() {
                 let waited = now - first.arrived;
                 self.on_fill(waited);
@@ -602,6 +666,7 @@ impl Resequencer {
         self.record_skip(from, to);
         self.next = self.next.max(to);
         self.known_lost.remove_below(self.next);
+        self.awaiting_resend.remove_below(self.next);
         self.trim_skipped();
         self.release_passed(now);
     }
@@ -696,7 +761,16 @@ impl Resequencer {
             self.timer = None;
             self.expiries = 0;
         } else if self.timer.is_none() || self.timer_hole != self.next {
-            self.timer = Some(now + self.hole_timeout());
+            let wait = if self
+                .awaiting_resend
+                .end_of_range_holding(self.next)
+                .is_some()
+            {
+                self.resend_wait()
+            } else {
+                self.hole_timeout()
+            };
+            self.timer = Some(now + wait);
             self.timer_hole = self.next;
         }
     }

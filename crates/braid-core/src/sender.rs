@@ -57,6 +57,10 @@ pub struct SenderConfig {
     /// The flow queue's buckets, quantum and CoDel target; its byte limit
     /// is `max_queue_bytes`, its interval follows the paths' round trips.
     pub fq: FqConfig,
+    /// Send again each datagram a path loses (its acknowledgements show
+    /// later packets past it), or a skip notice when it is too old; data
+    /// packets carry the flag that tells the receiver to wait for either.
+    pub resend_losses: bool,
 }
 
 impl SenderConfig {
@@ -68,6 +72,7 @@ impl SenderConfig {
             max_queue_delay: None,
             max_queue_bytes: 8 << 20,
             fq: FqConfig::default(),
+            resend_losses: false,
         }
     }
 }
@@ -121,6 +126,15 @@ pub struct SenderCounters {
     pub reinject_stale: u64,
     /// Datagrams sent while the reinjection store was full, so not kept.
     pub reinject_not_kept: u64,
+    /// Datagrams a live path lost, sent again (`resend_losses`); not
+    /// counted in `sent_datagrams` a second time...
+    pub resent: u64,
+    /// ...and their payload bytes.
+    pub resent_bytes: u64,
+    /// Lost datagrams put back to be sent again that had waited past the
+    /// queue delay limit since they were offered: dropped, the receiver
+    /// told to skip them.
+    pub resend_stale: u64,
     pub malformed_feedback: u64,
 }
 
@@ -135,10 +149,10 @@ struct Queued {
     flow_gap: u16,
     payload: Vec<u8>,
     enqueued: Instant,
-    /// Its flow-queue bucket; `None` once sent and put back for reinjection.
+    /// Its flow-queue bucket; `None` once sent and put back to go again.
     bucket: Option<usize>,
-    /// Sent once already, on a path that died (see `Sender::reinject_from`).
-    reinjected: bool,
+    /// Sent once already, and why it goes again.
+    again: Option<Again>,
     /// A sparse flow's datagram put at the head of the window, ahead of
     /// lower numbers, and sent as an express packet. The path that carries
     /// it does not take its number as the floor for what it carries next
@@ -146,6 +160,15 @@ struct Queued {
     /// then fall along that path once, and the packet after it carries an
     /// unknown `prev_gap`.
     express: bool,
+}
+
+/// Why a datagram already sent is queued again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Again {
+    /// Its path went silent or out of use (`Sender::reinject_from`).
+    PathDied,
+    /// Its path lost it (`SenderConfig::resend_losses`).
+    Lost,
 }
 
 /// What the sender tracks of one flow-queue bucket.
@@ -463,7 +486,7 @@ impl Sender {
             payload: d.payload,
             enqueued: d.enqueued,
             bucket: Some(d.bucket),
-            reinjected: false,
+            again: None,
             express,
         };
         if express {
@@ -563,10 +586,10 @@ impl Sender {
             .front()
             .is_some_and(|q| now - q.enqueued >= limit)
         {
-            if self.queue[0].reinjected {
-                self.counters.reinject_stale += 1;
-            } else {
-                self.counters.dropped_stale += 1;
+            match self.queue[0].again {
+                Some(Again::PathDied) => self.counters.reinject_stale += 1,
+                Some(Again::Lost) => self.counters.resend_stale += 1,
+                None => self.counters.dropped_stale += 1,
             }
             self.discard(0);
         }
@@ -588,9 +611,21 @@ impl Sender {
     fn reinject_from(&mut self, now: Instant, path: usize) {
         let kept = self.in_flight.take_path(path);
         if self.live_paths().iter().all(|i| i == path) {
+            // Lost with the path; a receiver waiting for re-sends is told.
+            if self.config.resend_losses {
+                for k in kept {
+                    self.note_skip(k.gseq);
+                }
+            }
             return;
         }
-        // Oldest first at the head, ahead of what was never sent.
+        self.send_again(now, kept, Again::PathDied);
+    }
+
+    /// Puts datagrams already sent back at the head of the scheduling
+    /// window, oldest first, ahead of what was never sent; those that
+    /// waited past the queue delay limit are dropped on the way.
+    fn send_again(&mut self, now: Instant, kept: Vec<Kept>, why: Again) {
         for k in kept.into_iter().rev() {
             self.queue_bytes += k.payload.len();
             self.queue.push_front(Queued {
@@ -599,7 +634,7 @@ impl Sender {
                 payload: k.payload,
                 enqueued: k.enqueued,
                 bucket: None,
-                reinjected: true,
+                again: Some(why),
                 express: false,
             });
             self.head_len += 1;
@@ -610,12 +645,13 @@ impl Sender {
     /// Keeps a datagram just sent as `path`'s packet `pseq` until the path
     /// settles it. Copies (redundant scheduling) and probes are not kept:
     /// another copy is their reinjection.
-    fn keep_sent(&mut self, path: usize, pseq: u64, q: Queued) {
+    fn keep_sent(&mut self, now: Instant, path: usize, pseq: u64, q: Queued) {
         let kept = Kept {
             gseq: q.gseq,
             flow_gap: q.flow_gap,
             payload: q.payload,
             enqueued: q.enqueued,
+            sent: now,
         };
         if self.in_flight.keep(path, pseq, kept).is_some() {
             self.counters.reinject_not_kept += 1;
@@ -641,10 +677,15 @@ impl Sender {
     /// its number.
     fn discard(&mut self, index: usize) {
         let q = self.remove(index);
+        self.note_skip(q.gseq);
+    }
+
+    /// The receiver is to skip `gseq`, in the next notice.
+    fn note_skip(&mut self, gseq: u64) {
         match self.pending_skips.last_mut() {
-            Some(k) if k.from + u64::from(k.count) == q.gseq && k.count < u32::MAX => k.count += 1,
+            Some(k) if k.from + u64::from(k.count) == gseq && k.count < u32::MAX => k.count += 1,
             _ => self.pending_skips.push(SkipFrame {
-                from: q.gseq,
+                from: gseq,
                 count: 1,
             }),
         }
@@ -704,7 +745,7 @@ impl Sender {
         let down = self.paths[path].is_suspect();
         let mut before = 0u64;
         for (i, q) in self.queue.iter().enumerate() {
-            let may = floor.is_none_or(|f| q.gseq > f) && !(down && q.reinjected);
+            let may = floor.is_none_or(|f| q.gseq > f) && !(down && q.again.is_some());
             if before >= ahead_bytes && may {
                 return Some(i);
             }
@@ -771,8 +812,8 @@ impl Sender {
     /// Paths a datagram may go to: the usable ones, and for one sent again
     /// only those not down (schedulers that ignore liveness, such as
     /// round robin, would otherwise hand it back to the dead path).
-    fn allowed_for(&self, reinjected: bool) -> PathSet {
-        if reinjected {
+    fn allowed_for(&self, again: bool) -> PathSet {
+        if again {
             self.live_paths()
         } else {
             self.usable
@@ -812,7 +853,7 @@ impl Sender {
                 break;
             };
             let head_bytes = wire_bytes(head.payload.len());
-            let head_reinjected = head.reinjected;
+            let head_again = head.again.is_some();
             if views_for != Some(head_bytes) {
                 self.refresh_views(now, head_bytes);
                 views_for = Some(head_bytes);
@@ -824,7 +865,7 @@ impl Sender {
                 backlog_bytes: self.window_bytes() + self.flow_queue_wire_bytes(),
                 queue_delay_limit: self.queue_delay_limit,
             });
-            let decision = self.restrict(picked, self.allowed_for(head_reinjected));
+            let decision = self.restrict(picked, self.allowed_for(head_again));
             match decision {
                 Decision::Wait => break,
                 Decision::Drop => {
@@ -850,7 +891,7 @@ impl Sender {
                     }
                     self.probe_down_paths(now, set, &q);
                     if let Some((i, pseq)) = only {
-                        self.keep_sent(i, pseq, q);
+                        self.keep_sent(now, i, pseq, q);
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
@@ -870,7 +911,7 @@ impl Sender {
                     self.probe_if_down(now, path);
                     self.refresh_view(path, now, head_bytes);
                     self.probe_down_paths(now, PathSet::one(path), &q);
-                    self.keep_sent(path, pseq, q);
+                    self.keep_sent(now, path, pseq, q);
                 }
             }
         }
@@ -915,11 +956,16 @@ impl Sender {
 
     fn take(&mut self, index: usize) -> Queued {
         let q = self.remove(index);
-        if q.reinjected {
-            self.counters.reinjected += 1;
-            self.counters.reinjected_bytes += q.payload.len() as u64;
-        } else {
-            self.counters.sent_datagrams += 1;
+        match q.again {
+            Some(Again::PathDied) => {
+                self.counters.reinjected += 1;
+                self.counters.reinjected_bytes += q.payload.len() as u64;
+            }
+            Some(Again::Lost) => {
+                self.counters.resent += 1;
+                self.counters.resent_bytes += q.payload.len() as u64;
+            }
+            None => self.counters.sent_datagrams += 1,
         }
         if q.express {
             self.counters.sent_express += 1;
@@ -962,6 +1008,7 @@ impl Sender {
             prev_gap: stamp.prev_gap,
             flow_gap: q.flow_gap,
             express: q.express,
+            resends: self.config.resend_losses,
         };
         let mut data = Vec::with_capacity(DATA_HEADER_LEN + q.payload.len());
         header.append_to(&q.payload, &mut data);
@@ -986,14 +1033,20 @@ impl Sender {
                 return Err(e);
             }
         };
+        let mut lost = Vec::new();
         for frame in frames {
             match frame {
                 Frame::Ack(ack) => {
                     let path = usize::from(ack.path);
                     if let Some(p) = self.paths.get_mut(path) {
                         let kept = &mut self.in_flight;
-                        p.on_ack_observed(now, &ack, &mut self.owd_anchor, |pseq, _| {
-                            kept.settle(path, pseq)
+                        let resend = self.config.resend_losses;
+                        p.on_ack_observed(now, &ack, &mut self.owd_anchor, |pseq, acked| {
+                            if acked || !resend {
+                                kept.settle(path, pseq);
+                            } else {
+                                lost.extend(kept.take(path, pseq));
+                            }
                         });
                     }
                 }
@@ -1016,6 +1069,20 @@ impl Sender {
         self.window_budget = self.compute_window_budget();
         self.flows
             .set_interval(self.codel_interval(), CODEL_TARGET_SHARE);
+        if !lost.is_empty() {
+            lost.sort_by_key(|k: &Kept| k.gseq);
+            // A re-send's queue delay is the time the sender held it:
+            // before its first send, and since its loss was seen, not the
+            // round trip in between (the receiver's wait for it began
+            // with the loss). Without this, a datagram that had queued
+            // behind an inner TCP's standing queue went stale on the way
+            // back, and the flow saw the loss after all.
+            for k in &mut lost {
+                let queued = k.sent - k.enqueued;
+                k.enqueued = Instant::from_duration(now.since_epoch().saturating_sub(queued));
+            }
+            self.send_again(now, lost, Again::Lost);
+        }
         self.drain(now);
         Ok(())
     }
@@ -1299,6 +1366,96 @@ mod tests {
             .collect();
         assert_eq!(skipped, on_a);
         assert_eq!(s.kept_in_flight_bytes(), 0);
+    }
+
+    /// Round robin puts 8 datagrams on two paths (a: 0, 2, 4, 6); at
+    /// `t0 + at` path a acknowledges its packets 1..=3, not 0, which is
+    /// lost (three later ones acknowledged).
+    fn a_loses_its_first(resend: bool, at: Duration) -> Sender {
+        let mut config = two_paths("rr", ms(300));
+        config.resend_losses = resend;
+        let mut s = Sender::new(config).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for _ in 0..8 {
+            s.send(t0, vec![7; 1000]).unwrap();
+        }
+        let mut flags = Vec::new();
+        while let Some(t) = s.poll_transmit() {
+            if let Packet::Data { header, .. } = Packet::parse(&t.data).unwrap() {
+                flags.push(header.resends);
+            }
+        }
+        // Every data packet says whether its sender re-sends losses.
+        assert_eq!(flags, vec![resend; 8]);
+        let ack = wire::AckFrame {
+            path: 0,
+            largest_pseq: 3,
+            ack_delay_us: 0,
+            recv_ts_us: 0,
+            bitmap: 0b011,
+        };
+        let packet = wire::feedback_packet(0, &[Frame::Ack(ack)]).unwrap();
+        s.handle_datagram(t0 + at, &packet).unwrap();
+        assert_eq!(s.path(0).counters.lost_packets, 1);
+        s
+    }
+
+    #[test]
+    fn a_lost_datagram_is_sent_again_with_its_number_when_the_sender_resends() {
+        // Seen lost 400 ms after it was offered, past the 300 ms queue
+        // delay limit: the time in flight does not count, it goes again.
+        let mut s = a_loses_its_first(true, ms(400));
+        let (sent, skips) = {
+            let mut data = Vec::new();
+            let mut skips = Vec::new();
+            while let Some(t) = s.poll_transmit() {
+                match Packet::parse(&t.data).unwrap() {
+                    Packet::Data { header, payload } => {
+                        data.push((header.gseq, header.resends, payload.len()))
+                    }
+                    Packet::Feedback { frames, .. } => skips.extend(frames),
+                }
+            }
+            (data, skips)
+        };
+        assert_eq!(sent, vec![(0, true, 1000)]);
+        assert!(skips.is_empty());
+        assert_eq!((s.counters.resent, s.counters.resent_bytes), (1, 1000));
+        assert_eq!((s.counters.sent_datagrams, s.counters.reinjected), (8, 0));
+        // Kept again on the path that carries it now, beside b's four; a's
+        // other three were acknowledged.
+        assert_eq!(s.kept_in_flight_bytes(), 5000);
+    }
+
+    #[test]
+    fn without_a_path_to_resend_on_the_receiver_is_told_to_skip() {
+        let mut s = a_loses_its_first(true, ms(40));
+        let t0 = Instant::from_nanos(1_000_000_000);
+        assert_eq!(sent_gseqs(&mut s), vec![(0, 0)]);
+        // Every path taken out of use: what was in flight cannot go again
+        // (b's 1, 3, 5, 7 and a's re-sent 0); a receiver waiting for
+        // re-sends hears so.
+        s.set_usable_paths(t0 + ms(50), PathSet::default());
+        run_until(&mut s, t0 + ms(60));
+        let (data, skips) = transmits(&mut s);
+        assert_eq!(data, 0);
+        let mut skipped: Vec<u64> = skips
+            .iter()
+            .flat_map(|k| k.from..k.from + u64::from(k.count))
+            .collect();
+        skipped.sort_unstable();
+        // Each in two notices.
+        assert_eq!(skipped, vec![0, 0, 1, 1, 3, 3, 5, 5, 7, 7]);
+        assert_eq!(s.kept_in_flight_bytes(), 0);
+        // A sender that does not re-send drops the loss: nothing goes out,
+        // and nothing is skipped when the paths go.
+        let mut s = a_loses_its_first(false, ms(40));
+        assert_eq!(transmits(&mut s), (0, vec![]));
+        assert_eq!((s.counters.resent, s.counters.resend_stale), (0, 0));
+        assert_eq!(s.kept_in_flight_bytes(), 4000);
+        s.set_usable_paths(t0 + ms(50), PathSet::default());
+        run_until(&mut s, t0 + ms(60));
+        assert_eq!(transmits(&mut s), (0, vec![]));
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! Data:      ver|type(1) path(1) gseq(8) pseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
-//!            (type 1, or 3 for an express datagram: see below)
+//!            (type 1, or 3 for an express datagram: see below; either
+//!            with bit 0x8 set when the sender re-sends lost datagrams)
 //! Feedback:  ver|type(1) path(1) frame...
 //!   Ack frame:        0x01 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
 //!   LossReport frame: 0x02 report_seq(4) count(1) { path(1) received(4) lost(4) } * count
@@ -25,6 +26,11 @@
 //! the sender put ahead of lower numbers it had not sent yet: its arrival
 //! says nothing about the numbers below it, so the receiver does not wait
 //! on them or give them up because of it.
+//! A data packet whose type has bit 0x8 set ([`RESENDS_FLAG`]) comes from a
+//! sender that re-sends the datagrams its paths lose (see
+//! [`crate::sender`]): for each loss it detects, it sends the datagram
+//! again or a Skip frame naming it, so a receiver may wait for one of the
+//! two rather than give the number up at once.
 //! Acks and loss reports flow from receiver to
 //! sender; Skip frames flow the other way: the sender numbers datagrams as
 //! they are queued, and tells the receiver which numbers it dropped unsent. Timestamps are microseconds of the sender's (or,
@@ -36,6 +42,9 @@ pub const VERSION: u8 = 2;
 /// A `prev_gap` or `flow_gap` of this value: the previous packet is at
 /// least this many numbers back, or there is none.
 pub const GAP_SATURATED: u16 = u16::MAX;
+
+/// Set in a data packet's type nibble: the sender re-sends lost datagrams.
+pub const RESENDS_FLAG: u8 = 0x8;
 
 /// Bytes of a data packet's header.
 pub const DATA_HEADER_LEN: usize = 22;
@@ -82,6 +91,8 @@ pub struct DataHeader {
     pub flow_gap: u16,
     /// Sent ahead of lower numbers (packet type 3).
     pub express: bool,
+    /// The sender re-sends this path's lost datagrams ([`RESENDS_FLAG`]).
+    pub resends: bool,
 }
 
 /// A gap between two global numbers as the wire carries it: 0 for none,
@@ -211,7 +222,9 @@ impl Packet<'_> {
         if version != VERSION {
             return Err(WireError::Version(version));
         }
-        match first & 0x0f {
+        let kind = first & 0x0f;
+        let resends = kind & RESENDS_FLAG != 0;
+        match kind & !RESENDS_FLAG {
             t if t == PacketType::Data as u8 || t == PacketType::DataExpress as u8 => {
                 // Check the whole header up front so a truncation reports its full size.
                 if buf.len() < DATA_HEADER_LEN {
@@ -228,13 +241,14 @@ impl Packet<'_> {
                     prev_gap: r.u16()?,
                     flow_gap: r.u16()?,
                     express: t == PacketType::DataExpress as u8,
+                    resends,
                 };
                 Ok(Packet::Data {
                     header,
                     payload: r.rest(),
                 })
             }
-            t if t == PacketType::Feedback as u8 => {
+            t if t == PacketType::Feedback as u8 && !resends => {
                 let path = r.u8()?;
                 let mut frames = Vec::new();
                 while !r.is_empty() {
@@ -242,7 +256,7 @@ impl Packet<'_> {
                 }
                 Ok(Packet::Feedback { path, frames })
             }
-            t => Err(WireError::PacketType(t)),
+            _ => Err(WireError::PacketType(kind)),
         }
     }
 }
@@ -288,7 +302,8 @@ impl DataHeader {
         } else {
             PacketType::Data
         };
-        out.extend_from_slice(&[(VERSION << 4) | kind as u8, self.path]);
+        let flag = if self.resends { RESENDS_FLAG } else { 0 };
+        out.extend_from_slice(&[(VERSION << 4) | kind as u8 | flag, self.path]);
         out.extend_from_slice(&self.gseq.to_be_bytes());
         out.extend_from_slice(&self.pseq.to_be_bytes());
         out.extend_from_slice(&self.send_ts_us.to_be_bytes());
@@ -380,6 +395,7 @@ mod tests {
             prev_gap: 2,
             flow_gap: 0x0102,
             express: false,
+            resends: false,
         }
     }
 
@@ -414,6 +430,25 @@ mod tests {
         express.append_to(b"", &mut express_buf);
         assert_eq!(express_buf[0], 0x23);
         assert_eq!(express_buf[1..], buf[1..]);
+        // So does one from a sender that re-sends its losses: bit 0x8.
+        for (express, first) in [(false, 0x29), (true, 0x2b)] {
+            let resends = DataHeader {
+                express,
+                resends: true,
+                ..sample_header()
+            };
+            let mut resends_buf = Vec::new();
+            resends.append_to(b"", &mut resends_buf);
+            assert_eq!(resends_buf[0], first);
+            assert_eq!(resends_buf[1..], buf[1..]);
+            assert!(matches!(
+                Packet::parse(&resends_buf),
+                Ok(Packet::Data { header, .. }) if header == resends
+            ));
+        }
+        // The flag means nothing on feedback: rejected, as is an unused type.
+        assert_eq!(Packet::parse(&[0x2a, 0]), Err(WireError::PacketType(0xa)));
+        assert_eq!(Packet::parse(&[0x2c, 0]), Err(WireError::PacketType(0xc)));
     }
 
     #[test]
@@ -510,9 +545,11 @@ mod tests {
 
         #[test]
         fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u16, flow_gap: u16,
-                            express: bool,
+                            express: bool, resends: bool,
                             payload in proptest::collection::vec(any::<u8>(), 0..100)) {
-            let h = DataHeader { path, gseq, pseq, send_ts_us: ts, prev_gap: gap, flow_gap, express };
+            let h = DataHeader {
+                path, gseq, pseq, send_ts_us: ts, prev_gap: gap, flow_gap, express, resends,
+            };
             let mut buf = Vec::new();
             h.append_to(&payload, &mut buf);
             let parsed = Packet::parse(&buf).unwrap();

@@ -122,6 +122,7 @@ fn session_config(s: &Scenario, spec: &SessionSpec) -> SessionConfig {
         ..SessionConfig::default()
     };
     c.reseq.mode = s.reseq_mode;
+    c.resend_losses = s.resend_losses;
     if let Some(r) = spec.rekey_after {
         c.rekey_after = r;
     }

@@ -53,6 +53,9 @@ pub struct Scenario {
     pub seed: u64,
     pub payload_bytes: usize,
     pub reseq_mode: ReseqMode,
+    /// The sender re-sends what its paths lose, and the receiver waits for
+    /// it (`SenderConfig::resend_losses`).
+    pub resend_losses: bool,
     /// Bin width of the throughput time series (for plots).
     pub series_bin: Duration,
     /// The receiver's clock relative to the sender's.
@@ -76,6 +79,7 @@ impl Scenario {
             seed: 1,
             payload_bytes: 1400,
             reseq_mode: ReseqMode::Ordered,
+            resend_losses: false,
             series_bin: Duration::from_millis(100),
             clock: ClockSpec::default(),
             session: None,
@@ -362,6 +366,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let mut sender_cfg = SenderConfig::new(infos);
     sender_cfg.scheduler = s.scheduler.clone();
     sender_cfg.cc = s.cc;
+    sender_cfg.resend_losses = s.resend_losses;
     let mut sender = Sender::new(sender_cfg)?;
     for (i, p) in s.paths.iter().enumerate() {
         sender.set_rate_limit(i, p.rate_limit_bps);

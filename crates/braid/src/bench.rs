@@ -70,6 +70,10 @@ pub struct BenchArgs {
     /// Deliver as packets arrive (no resequencing)
     #[arg(long)]
     pub unordered: bool,
+    /// Re-send datagrams a path loses; the receiver waits for them (or a
+    /// skip notice) instead of giving the number up at once
+    #[arg(long)]
+    pub resend_losses: bool,
     /// Print one JSON object instead of the table
     #[arg(long)]
     pub json: bool,
@@ -182,6 +186,7 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
         (_, payload) => s.payload_bytes = payload.unwrap_or(1400),
     }
     s.session = args.session.then(SessionSpec::default);
+    s.resend_losses = args.resend_losses;
     s.reseq_mode = if args.unordered {
         ReseqMode::PassThrough
     } else {

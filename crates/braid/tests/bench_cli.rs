@@ -561,6 +561,45 @@ fn tcp_traffic_fills_a_clean_path_and_its_loss_is_the_bonds() {
     assert_eq!(tcp["mss"], 1360);
 }
 
+#[test]
+fn resend_losses_resends_what_a_lossy_path_drops() {
+    let args = |resend: bool| {
+        let mut a = vec![
+            "bench",
+            "--path",
+            "10mbit,10ms,loss=2%",
+            "--traffic",
+            "cbr:50%",
+            "--duration",
+            "3s",
+            "--json",
+        ];
+        if resend {
+            a.push("--resend-losses");
+        }
+        braid_json(&a)
+    };
+    let plain = args(false);
+    assert_eq!(plain["sender"]["resent"], 0);
+    assert!(
+        plain["loss_rate"].as_f64().unwrap() > 0.01,
+        "{}",
+        plain["loss_rate"]
+    );
+    let resent = args(true);
+    assert!(
+        resent["sender"]["resent"].as_u64().unwrap() > 10,
+        "{}",
+        resent["sender"]
+    );
+    // A re-send is lost too at 2 %: what is left is a few in ten thousand.
+    assert!(
+        resent["loss_rate"].as_f64().unwrap() < 0.002,
+        "{}",
+        resent["loss_rate"]
+    );
+}
+
 /// A small flow beside a bulk TCP flow is not queued behind it: its delay
 /// stays near the path's, below what the bulk flow's own packets see (with a
 /// FIFO send queue both would see the same queue).

@@ -57,11 +57,101 @@ fn known_loss_releases_at_once() {
             after: None,
             lost: 1,
             last_lost: Some(1),
+            resent: false,
         }),
         FlowLink::Unknown,
     );
     assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
     assert_eq!(r.counters.skipped, 1);
+}
+
+/// Packet 3 arrives on the path that carried 1, after a gap: 1 was lost,
+/// and the sender re-sends losses.
+fn gap_naming_1_resent(r: &mut Resequencer, now: Instant) {
+    r.push(
+        now,
+        3,
+        vec![3],
+        Some(PathGap {
+            after: None,
+            lost: 1,
+            last_lost: Some(1),
+            resent: true,
+        }),
+        FlowLink::Unknown,
+    );
+}
+
+#[test]
+fn a_lost_number_the_sender_resends_is_awaited_and_delivered_in_order() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(5));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 2, vec![2], None, FlowLink::Unknown);
+    gap_naming_1_resent(&mut r, at(2));
+    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
+    // Past the 5 ms hole timeout the hole still waits: the timer runs
+    // RESEND_WAIT from the gap.
+    assert_eq!(r.poll_timeout(), Some(at(2) + RESEND_WAIT));
+    r.handle_timeout(at(40));
+    assert!(drain(&mut r).is_empty());
+    // The re-send fills it: everything in order, nothing skipped.
+    r.push(at(41), 1, vec![1], None, FlowLink::Unknown);
+    let d = drain(&mut r);
+    assert_eq!(gseqs(&d), vec![1, 2, 3]);
+    assert!(d.iter().all(|d| d.in_order));
+    assert_eq!((r.counters.skipped, r.counters.timeouts), (0, 0));
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn an_awaited_number_goes_at_a_skip_notice_or_after_the_resend_wait() {
+    // The sender gave it up (too old to re-send): its notice releases it.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(5));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 2, vec![2], None, FlowLink::Unknown);
+    gap_naming_1_resent(&mut r, at(2));
+    r.skip(at(20), 1, 1);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 2, 3]);
+    assert_eq!(r.counters.skipped, 1);
+    // Neither re-send nor notice: given up after the wait, not before.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(5));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 2, vec![2], None, FlowLink::Unknown);
+    gap_naming_1_resent(&mut r, at(2));
+    let deadline = at(2) + RESEND_WAIT;
+    r.handle_timeout(at(1) + RESEND_WAIT);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
+    r.handle_timeout(deadline);
+    assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
+    assert_eq!((r.counters.skipped, r.counters.timeouts), (1, 1));
+    // A re-send after that is delivered late, once.
+    r.push(at(300), 1, vec![1], None, FlowLink::Unknown);
+    let late = drain(&mut r);
+    assert_eq!((gseqs(&late), late[0].in_order), (vec![1], false));
+}
+
+#[test]
+fn an_awaited_hole_waits_at_least_the_hole_timeout() {
+    // Paths whose delays differ by more than the resend wait: the hole
+    // timeout, which covers the slowest path, wins.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(300));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 2, vec![2], None, FlowLink::Unknown);
+    gap_naming_1_resent(&mut r, at(2));
+    assert_eq!(r.poll_timeout(), Some(at(2) + ms(300)));
+    // And never past the holding bound.
+    let mut r = Resequencer::new(ReseqConfig {
+        max_hold: ms(50),
+        ..ReseqConfig::default()
+    });
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 2, vec![2], None, FlowLink::Unknown);
+    gap_naming_1_resent(&mut r, at(2));
+    assert_eq!(r.poll_timeout(), Some(at(1) + ms(50)));
 }
 
 #[test]
@@ -75,6 +165,7 @@ fn burst_loss_on_a_path_resolves_when_counts_match() {
         after: Some(0),
         lost: 3,
         last_lost: Some(4),
+        resent: false,
     };
     r.push(at(2), 6, vec![], Some(gap), FlowLink::Unknown);
     // Missing in (0, 6): 2, 3, 4 = three, as many as A lost: all released.
@@ -211,6 +302,7 @@ fn run_scenario(sent: &[Sent], config: ReseqConfig) -> (Vec<Delivery>, Resequenc
                 after: last_arrived[s.path],
                 lost: lost_run[s.path],
                 last_lost: prev.map(|p| p.gseq),
+                resent: false,
             });
             arrivals.push((a, s, gap));
             if let Some(c) = s.copy {
@@ -487,6 +579,7 @@ fn a_path_gap_resolves_by_counting_up_to_its_widest() {
             after: Some(after),
             lost,
             last_lost: None,
+            resent: false,
         })
     };
     // 4,096 numbers missing between 0 and 4,097, as many as the path lost.
@@ -577,6 +670,7 @@ fn a_path_gap_naming_the_packet_itself_is_harmless() {
         after: Some(3),
         lost: 1,
         last_lost: Some(3),
+        resent: false,
     };
     r.push(at(0), 3, vec![3], Some(own), FlowLink::Unknown);
     r.push(at(1), 0, vec![0], None, FlowLink::Unknown);
@@ -602,6 +696,7 @@ fn a_path_gap_over_numbers_given_up_on_is_not_resolved_by_counting() {
             after: Some(after),
             lost: 9,
             last_lost: None,
+            resent: false,
         })
     };
     // The path's hole 6..20 overlaps them: some of its 9 lost packets may

@@ -86,6 +86,8 @@ pub struct SessionConfig {
     pub cc: CcKind,
     pub reseq: ReseqConfig,
     pub max_queue_bytes: usize,
+    /// Re-send what the paths lose (`SenderConfig::resend_losses`).
+    pub resend_losses: bool,
     /// Largest inner packet [`super::Session::send`] accepts.
     pub tunnel_mtu: usize,
     /// A client probes a path that has been silent this long (and at most
@@ -121,6 +123,7 @@ impl Default for SessionConfig {
             cc: CcKind::Bbr,
             reseq: ReseqConfig::default(),
             max_queue_bytes: 8 << 20,
+            resend_losses: false,
             tunnel_mtu: tunnel_mtu(1500, true),
             probe_interval: super::PROBE_INTERVAL,
             path_down_after: super::PATH_DOWN_AFTER,

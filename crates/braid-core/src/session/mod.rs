@@ -274,6 +274,7 @@ fn build_streams(
     sc.scheduler = config.scheduler.clone();
     sc.cc = config.cc;
     sc.max_queue_bytes = config.max_queue_bytes;
+    sc.resend_losses = config.resend_losses;
     let sender = Sender::new(sc).map_err(|e| ConfigError::Scheduler(e.to_string()))?;
     let mut rc = ReceiverConfig::new(paths.len());
     rc.reseq = config.reseq;
