@@ -32,13 +32,9 @@ pub struct Kept {
     /// The distance to its flow's previous number, sent again unchanged.
     pub flow_gap: u16,
     pub payload: Vec<u8>,
-    /// When the application offered it: a datagram sent again is subject
-    /// to the same queue delay limit as the first send (for one its path
-    /// lost, the sender counts only the time it held it, see
-    /// `Sender::handle_datagram`).
+    /// When the application offered it: a re-send is subject to the same
+    /// queue delay limit as the first send.
     pub enqueued: Instant,
-    /// When it was sent (first, or last if sent again).
-    pub sent: Instant,
 }
 
 #[derive(Debug)]
@@ -143,7 +139,6 @@ mod tests {
             flow_gap: 1,
             payload: vec![0; len],
             enqueued: Instant::ZERO,
-            sent: Instant::ZERO,
         }
     }
 

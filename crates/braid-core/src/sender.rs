@@ -645,13 +645,12 @@ impl Sender {
     /// Keeps a datagram just sent as `path`'s packet `pseq` until the path
     /// settles it. Copies (redundant scheduling) and probes are not kept:
     /// another copy is their reinjection.
-    fn keep_sent(&mut self, now: Instant, path: usize, pseq: u64, q: Queued) {
+    fn keep_sent(&mut self, path: usize, pseq: u64, q: Queued) {
         let kept = Kept {
             gseq: q.gseq,
             flow_gap: q.flow_gap,
             payload: q.payload,
             enqueued: q.enqueued,
-            sent: now,
         };
         if self.in_flight.keep(path, pseq, kept).is_some() {
             self.counters.reinject_not_kept += 1;
@@ -891,7 +890,7 @@ impl Sender {
                     }
                     self.probe_down_paths(now, set, &q);
                     if let Some((i, pseq)) = only {
-                        self.keep_sent(now, i, pseq, q);
+                        self.keep_sent(i, pseq, q);
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
@@ -911,7 +910,7 @@ impl Sender {
                     self.probe_if_down(now, path);
                     self.refresh_view(path, now, head_bytes);
                     self.probe_down_paths(now, PathSet::one(path), &q);
-                    self.keep_sent(now, path, pseq, q);
+                    self.keep_sent(path, pseq, q);
                 }
             }
         }
@@ -1071,16 +1070,6 @@ impl Sender {
             .set_interval(self.codel_interval(), CODEL_TARGET_SHARE);
         if !lost.is_empty() {
             lost.sort_by_key(|k: &Kept| k.gseq);
-            // A re-send's queue delay is the time the sender held it:
-            // before its first send, and since its loss was seen, not the
-            // round trip in between (the receiver's wait for it began
-            // with the loss). Without this, a datagram that had queued
-            // behind an inner TCP's standing queue went stale on the way
-            // back, and the flow saw the loss after all.
-            for k in &mut lost {
-                let queued = k.sent - k.enqueued;
-                k.enqueued = Instant::from_duration(now.since_epoch().saturating_sub(queued));
-            }
             self.send_again(now, lost, Again::Lost);
         }
         self.drain(now);
@@ -1402,9 +1391,7 @@ mod tests {
 
     #[test]
     fn a_lost_datagram_is_sent_again_with_its_number_when_the_sender_resends() {
-        // Seen lost 400 ms after it was offered, past the 300 ms queue
-        // delay limit: the time in flight does not count, it goes again.
-        let mut s = a_loses_its_first(true, ms(400));
+        let mut s = a_loses_its_first(true, ms(40));
         let (sent, skips) = {
             let mut data = Vec::new();
             let mut skips = Vec::new();
@@ -1425,6 +1412,18 @@ mod tests {
         // Kept again on the path that carries it now, beside b's four; a's
         // other three were acknowledged.
         assert_eq!(s.kept_in_flight_bytes(), 5000);
+    }
+
+    #[test]
+    fn a_loss_older_than_the_queue_delay_limit_gets_a_skip_notice() {
+        // Seen lost 300 ms after it was offered, at the limit: a re-send
+        // would come after the receiver stopped waiting.
+        let mut s = a_loses_its_first(true, ms(300));
+        let (data, skips) = transmits(&mut s);
+        assert_eq!(data, 0);
+        assert_eq!(skips, vec![SkipFrame { from: 0, count: 1 }]);
+        assert_eq!((s.counters.resent, s.counters.resend_stale), (0, 1));
+        assert_eq!(s.counters.dropped_stale, 0);
     }
 
     #[test]

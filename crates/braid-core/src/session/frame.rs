@@ -28,6 +28,9 @@ pub(crate) const BUNDLE_HEADER_LEN: usize = 4;
 const WIRE_DATA: u8 = (crate::wire::VERSION << 4) | 1;
 const WIRE_FEEDBACK: u8 = (crate::wire::VERSION << 4) | 2;
 const WIRE_DATA_EXPRESS: u8 = (crate::wire::VERSION << 4) | 3;
+/// The same two from a sender that re-sends its losses.
+const WIRE_DATA_RESENDS: u8 = WIRE_DATA | crate::wire::RESENDS_FLAG;
+const WIRE_DATA_EXPRESS_RESENDS: u8 = WIRE_DATA_EXPRESS | crate::wire::RESENDS_FLAG;
 
 /// One plaintext message, borrowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +78,9 @@ pub(crate) fn parse(plain: &[u8]) -> Result<(u8, Inner<'_>, Option<Inner<'_>>), 
 
 fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
     match msg.first() {
-        Some(&WIRE_DATA) | Some(&WIRE_DATA_EXPRESS) => Ok(Inner::Data(msg)),
+        Some(&WIRE_DATA | &WIRE_DATA_EXPRESS | &WIRE_DATA_RESENDS | &WIRE_DATA_EXPRESS_RESENDS) => {
+            Ok(Inner::Data(msg))
+        }
         Some(&WIRE_FEEDBACK) => match msg.get(2) {
             Some(3) => Ok(Inner::Skips(msg)),
             _ => Ok(Inner::Feedback(msg)),
@@ -139,6 +144,14 @@ mod tests {
             parse(&probe(PROBE_ACK, 1, 7)),
             Ok((1, Inner::ProbeAck(7), None))
         );
+        for kind in [
+            WIRE_DATA_EXPRESS,
+            WIRE_DATA_RESENDS,
+            WIRE_DATA_EXPRESS_RESENDS,
+        ] {
+            let data = [kind, 1, 0, 0];
+            assert_eq!(parse(&data), Ok((1, Inner::Data(&data), None)));
+        }
         let data = [WIRE_DATA, 1, 0, 0];
         let fb = [WIRE_FEEDBACK, 1, 1];
         let mut b = vec![0u8; 64];
