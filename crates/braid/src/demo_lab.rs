@@ -73,7 +73,7 @@ pub fn run(seconds: u64) -> Result<(), Failure> {
     })
     .map_err(lab_failure)?;
     let _guard = LabGuard;
-    crate::lab_tunnel::start(&status).map_err(lab_failure)?;
+    crate::lab_tunnel::start(&status, true).map_err(lab_failure)?;
 
     let mut alone = Vec::new();
     for (i, p) in status.paths.iter().enumerate() {

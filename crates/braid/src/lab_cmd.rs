@@ -39,6 +39,9 @@ pub enum LabCommand {
         /// Also start a braid server and client with fresh keys, one braid path per emulated path
         #[arg(long)]
         tunnel: bool,
+        /// With --tunnel: neither end re-sends what a path loses ([tunnel] resend_losses = false), to compare
+        #[arg(long, requires = "tunnel")]
+        no_resend: bool,
         /// Put each path behind a masquerading NAT of its own, in the emulator namespace (needs nft)
         #[arg(long)]
         nat: bool,
@@ -124,6 +127,7 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
             name,
             seed,
             tunnel,
+            no_resend,
             nat,
         } => {
             let program =
@@ -139,7 +143,7 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
                 nat,
             })?;
             if tunnel {
-                if let Err(e) = crate::lab_tunnel::start(&status) {
+                if let Err(e) = crate::lab_tunnel::start(&status, !no_resend) {
                     let _ = braid_lab::down(&status.name);
                     let _ = crate::lab_tunnel::remove(&status.name);
                     return Err(e);

@@ -41,7 +41,8 @@ fn listen(status: &LabStatus) -> String {
 }
 
 /// Writes the configs, starts both daemons and waits until every path is up.
-pub fn start(status: &LabStatus) -> Result<(), LabError> {
+/// `resend_losses` goes into both ends' `[tunnel]`.
+pub fn start(status: &LabStatus, resend_losses: bool) -> Result<(), LabError> {
     let name = &status.name;
     let dir = dir(name);
     let _ = std::fs::remove_dir_all(&dir);
@@ -50,7 +51,7 @@ pub fn start(status: &LabStatus) -> Result<(), LabError> {
     let client = StaticKeypair::generate(&mut OsRng);
     let server_toml = format!(
         "private_key = \"{}\"\nlisten = [\"{}\"]\ncontrol_socket = \"{}\"\n\
-         [tunnel]\nipv4 = \"{SERVER_TUN}/24\"\n\
+         [tunnel]\nipv4 = \"{SERVER_TUN}/24\"\nresend_losses = {resend_losses}\n\
          [[peer]]\nname = \"lab-client\"\npublic_key = \"{}\"\nallowed = [\"{CLIENT_TUN}/32\"]\n",
         server.private.to_base64(),
         listen(status),
@@ -60,7 +61,7 @@ pub fn start(status: &LabStatus) -> Result<(), LabError> {
     let mut client_toml = format!(
         "private_key = \"{}\"\ncontrol_socket = \"{}\"\n\
          [server]\npublic_key = \"{}\"\nendpoint = \"{}\"\n\
-         [tunnel]\nipv4 = \"{CLIENT_TUN}/24\"\n",
+         [tunnel]\nipv4 = \"{CLIENT_TUN}/24\"\nresend_losses = {resend_losses}\n",
         client.private.to_base64(),
         socket(name, "client").display(),
         server.public.to_base64(),

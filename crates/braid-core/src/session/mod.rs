@@ -1144,6 +1144,9 @@ impl Session {
             send_dropped: c.dropped_stale + c.rejected_queue_full + c.dropped_by_scheduler,
             send_reinjected: c.reinjected,
             send_reinjected_bytes: c.reinjected_bytes,
+            send_resent: c.resent,
+            send_resent_bytes: c.resent_bytes,
+            send_resend_stale: c.resend_stale,
             drops: self.drops.clone(),
         }
     }

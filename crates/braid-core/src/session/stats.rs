@@ -217,5 +217,12 @@ pub struct SessionStats {
     /// another path, and their bytes.
     pub send_reinjected: u64,
     pub send_reinjected_bytes: u64,
+    /// Inner packets a live path lost, sent again (`resend_losses`), and
+    /// their bytes.
+    pub send_resent: u64,
+    pub send_resent_bytes: u64,
+    /// Lost inner packets not sent again because they had waited past the
+    /// queue delay limit (the receiver is told to skip them).
+    pub send_resend_stale: u64,
     pub drops: DropCounters,
 }

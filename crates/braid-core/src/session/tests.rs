@@ -1182,6 +1182,47 @@ fn what_a_lost_link_had_in_flight_is_sent_again_on_the_other_path() {
 }
 
 #[test]
+fn a_datagram_a_path_lost_is_resent_and_counted_when_resend_losses_is_on() {
+    let run = |resend: bool| {
+        let (ck, sk) = (keypair(1), keypair(2));
+        let mut cc = client_config(&ck, &sk.public, &[10, 30]);
+        cc.session.resend_losses = resend;
+        let client = Session::client(cc, [7; 32]).unwrap();
+        let mut pair = Pair::with(client, ck, sk, &[10, 30]);
+        pair.run_for(ms(500));
+        assert!(pair.client.is_connected(), "client handshake");
+        pair.exchange(50, ms(5));
+        for i in 50..70 {
+            pair.client.send(pair.now, tagged(0, i)).unwrap();
+        }
+        pair.flush();
+        // The link loses the first data packet of the burst on path 0.
+        let lost = pair
+            .flights
+            .iter()
+            .position(|f| f.to_server && f.path == 0 && f.bytes.len() > 200)
+            .expect("a data packet on path 0");
+        pair.flights.remove(lost);
+        // Later traffic on path 0 shows the gap to the sender.
+        for i in 70..90 {
+            pair.client.send(pair.now, tagged(0, i)).unwrap();
+            pair.run_for(ms(5));
+        }
+        pair.run_for(ms(300));
+        let s = pair.client.stats(pair.now);
+        (numbers(&pair.server_got), s)
+    };
+    let (without, s) = run(false);
+    assert_eq!(s.send_resent, 0);
+    assert_eq!(without.len(), 89, "one lost without re-sends");
+    let (with, s) = run(true);
+    assert_eq!(with, (0..90).collect::<Vec<_>>(), "in order, nothing lost");
+    assert_eq!(s.send_resent, 1);
+    assert_eq!(s.send_resent_bytes, 200);
+    assert_eq!(s.send_resend_stale, 0);
+}
+
+#[test]
 fn a_sparse_flows_datagram_passes_a_bulk_backlog_through_the_session() {
     let mut pair = connected(&[10, 30]);
     pair.exchange(50, ms(5));

@@ -72,9 +72,25 @@ fn routing_rate_limits_caps_and_nat_are_read() {
 }
 
 #[test]
+fn resending_losses_can_be_switched_off_and_a_bad_value_is_named() {
+    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nresend_losses = false\n");
+    let c: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
+    assert!(!c.tunnel.resend_losses);
+    let text = SERVER.replace("[tunnel]\n", "[tunnel]\nresend_losses = false\n");
+    let s: ServerConfig = parse(Path::new("s.toml"), &text).unwrap();
+    assert!(!s.tunnel.resend_losses);
+
+    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nresend_losses = \"no\"\n");
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:6: "), "{err}");
+    assert!(err.contains("resend_losses"), "{err}");
+}
+
+#[test]
 fn a_minimal_client_gets_defaults() {
     let c: ClientConfig = parse(Path::new("c.toml"), CLIENT).unwrap();
     assert_eq!(c.tunnel.name, "braid0");
+    assert!(c.tunnel.resend_losses);
     assert_eq!(c.paths[0].get_ref().role, Role::Primary);
     assert_eq!(c.routing.table, client::DEFAULT_TABLE);
     assert!(!c.routing.route_all());

@@ -1,5 +1,6 @@
 //! `[tunnel]`, the same in both configs: the TUN device's name, its
-//! addresses inside the tunnel and its MTU.
+//! addresses inside the tunnel, its MTU, and whether lost datagrams are
+//! re-sent.
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -20,6 +21,16 @@ pub struct TunnelConfig {
     pub ipv6: Option<Spanned<TunnelAddr>>,
     /// MTU of the TUN device: inner packets up to this size.
     pub mtu: Option<Spanned<u16>>,
+    /// Whether this end re-sends, on another path or the same one, a
+    /// datagram its acknowledgements show a path lost, while it can still
+    /// arrive within the queue delay limit. On by default: a tunnel carries
+    /// TCP, and a lossy path's losses otherwise reach every inner flow.
+    #[serde(default = "default_resend_losses")]
+    pub resend_losses: bool,
+}
+
+fn default_resend_losses() -> bool {
+    true
 }
 
 fn default_tun_name() -> String {

@@ -177,7 +177,7 @@ async fn serve(
             server: config.server.public_key.0,
             psk: config.server.preshared_key.as_ref().map(|k| k.0.clone()),
             paths,
-            session: session_config(mtu),
+            session: session_config(mtu, config.tunnel.resend_losses),
         },
         os_seed(),
     )

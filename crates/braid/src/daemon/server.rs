@@ -105,7 +105,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
                     psk: p.get_ref().preshared_key.as_ref().map(|k| k.0.clone()),
                 })
                 .collect(),
-            session: session_config(mtu),
+            session: session_config(mtu, config.tunnel.resend_losses),
             handshakes_per_second: HANDSHAKES_PER_SECOND,
         },
         os_seed(),

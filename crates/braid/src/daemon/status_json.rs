@@ -71,6 +71,9 @@ pub fn session(s: &SessionStats) -> Value {
         "send_dropped": s.send_dropped,
         "send_reinjected": s.send_reinjected,
         "send_reinjected_bytes": s.send_reinjected_bytes,
+        "send_resent": s.send_resent,
+        "send_resent_bytes": s.send_resent_bytes,
+        "send_resend_stale": s.send_resend_stale,
         "drops": drops,
     })
 }

@@ -75,9 +75,10 @@ fn parse_public_key(text: &str) -> Result<PublicKey, Failure> {
         .map_err(|e| Failure::Usage(format!("--peer {text:?}: not a public key: {e}")))
 }
 
-/// The session both ends use: the daemons' settings plus the stream.
+/// The session both ends use: the daemons' settings plus the stream. The
+/// stream re-sends what is lost itself, so datagrams are not re-sent below it.
 fn session_config(timeout: Duration) -> SessionConfig {
-    let mut config = daemon::session_config(daemon::default_tunnel_mtu());
+    let mut config = daemon::session_config(daemon::default_tunnel_mtu(), false);
     config.stream = Some(stream::Config {
         // One stream per file from the sender, one reply stream back.
         max_streams: header::MAX_FILES,

@@ -161,6 +161,8 @@ struct SessionFamilies {
     send_queue: GaugeFamily,
     send_dropped: CounterFamily,
     send_reinjected: CounterFamily,
+    send_resent: CounterFamily,
+    send_resend_stale: CounterFamily,
     drops: CounterFamily,
 }
 
@@ -259,6 +261,14 @@ impl SessionFamilies {
                 "braid_send_reinjected_packets",
                 "Inner packets a path had in flight when it went down, sent again on another path",
             ),
+            send_resent: b.counter(
+                "braid_send_resent_packets",
+                "Inner packets a live path lost, sent again (resend_losses)",
+            ),
+            send_resend_stale: b.counter(
+                "braid_send_resend_stale_packets",
+                "Lost inner packets not sent again: held past the queue delay limit",
+            ),
             drops: b.counter(
                 "braid_session_drops",
                 "Datagrams the session dropped, by reason",
@@ -313,6 +323,12 @@ impl SessionFamilies {
         set(&self.send_queue, base, s["send_queue_bytes"].as_f64());
         add(&self.send_dropped, base, s["send_dropped"].as_u64());
         add(&self.send_reinjected, base, s["send_reinjected"].as_u64());
+        add(&self.send_resent, base, s["send_resent"].as_u64());
+        add(
+            &self.send_resend_stale,
+            base,
+            s["send_resend_stale"].as_u64(),
+        );
         drops(&self.drops, base, &s["drops"]);
     }
 }

@@ -53,6 +53,9 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         send_dropped: 5,
         send_reinjected: 6,
         send_reinjected_bytes: 0,
+        send_resent: 8,
+        send_resent_bytes: 0,
+        send_resend_stale: 2,
         drops: DropCounters::default(),
     });
     s["drops"] = json!({"authentication": 3, "replayed": 1});
@@ -121,6 +124,8 @@ fn a_client_document_renders_every_path_and_session_figure() {
         "braid_send_queue_bytes{} 3000",
         "braid_send_dropped_packets_total{} 5",
         "braid_send_reinjected_packets_total{} 6",
+        "braid_send_resent_packets_total{} 8",
+        "braid_send_resend_stale_packets_total{} 2",
         "braid_session_drops_total{reason=\"authentication\"} 3",
         "braid_session_drops_total{reason=\"replayed\"} 1",
         "braid_daemon_tun_rx_packets_total{} 11",
