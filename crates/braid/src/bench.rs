@@ -71,7 +71,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub unordered: bool,
     /// Re-send datagrams a path loses; the receiver waits for them (or a
-    /// skip notice) instead of giving the number up at once
+    /// skip notice) instead of giving the number up at once. The tunnel
+    /// does this by default ([tunnel] resend_losses): add it with --session
+    /// to model one
     #[arg(long)]
     pub resend_losses: bool,
     /// Print one JSON object instead of the table
