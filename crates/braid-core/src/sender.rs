@@ -1529,6 +1529,32 @@ mod tests {
     }
 
     #[test]
+    fn a_datagram_sent_again_stays_ahead_of_a_sparse_flows() {
+        let mut s = one_path();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for _ in 0..200 {
+            s.send_flow(t0, 1, vec![7; 1000]).unwrap();
+        }
+        assert_eq!(sent_headers(&mut s), vec![(0, 0, 1000)]);
+        // 0 is lost while pacing holds the path: it heads the window...
+        let lost = Kept {
+            gseq: 0,
+            flow_gap: 0,
+            payload: vec![7; 1000],
+            enqueued: t0,
+        };
+        s.send_again(t0 + ms(1), vec![lost], Again::Lost);
+        assert_eq!(sent_headers(&mut s), vec![]);
+        // ...and a sparse flow's datagram goes behind it, not before.
+        s.send_flow(t0 + ms(1), 2, vec![9; 100]).unwrap();
+        ack_all(&mut s, t0 + ms(40), 0, 0);
+        run_until(&mut s, t0 + ms(60));
+        let next = sent_headers(&mut s);
+        assert_eq!(next[..3], [(0, 0, 1000), (64, 64, 100), (1, 0, 1000)]);
+        assert_eq!((s.counters.resent, s.counters.sent_express), (1, 1));
+    }
+
+    #[test]
     fn a_sparse_flow_never_passes_its_own_datagram_in_the_window() {
         let mut s = one_path();
         let t0 = Instant::from_nanos(1_000_000_000);

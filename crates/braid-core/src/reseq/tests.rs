@@ -155,6 +155,84 @@ fn an_awaited_hole_waits_at_least_the_hole_timeout() {
 }
 
 #[test]
+fn an_awaited_number_behind_the_head_leaves_the_heads_timer_alone() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(5));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(1), 2, vec![2], None, FlowLink::Unknown);
+    let head_timer = r.poll_timeout().expect("hole 1 timed");
+    assert!(head_timer <= at(1) + ms(6), "{head_timer:?}");
+    // 3 was lost and will be re-sent: only 3 waits longer, not hole 1.
+    r.push(
+        at(2),
+        4,
+        vec![4],
+        Some(PathGap {
+            after: None,
+            lost: 1,
+            last_lost: Some(3),
+            resent: true,
+        }),
+        FlowLink::Unknown,
+    );
+    assert_eq!(r.poll_timeout(), Some(head_timer));
+    r.handle_timeout(head_timer);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 2]);
+    // Now 3 heads the line, and waits for its re-send.
+    assert!(r.poll_timeout() >= Some(at(2) + RESEND_WAIT));
+    r.push(at(30), 3, vec![3], None, FlowLink::Unknown);
+    assert_eq!(gseqs(&drain(&mut r)), vec![3, 4]);
+}
+
+#[test]
+fn awaited_ranges_are_capped_at_their_limit_exactly() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    // Disjoint single numbers 2, 4, 6, ...: one range each.
+    let awaited = |n: usize| 2 + 2 * n as u64;
+    for n in 0..MAX_AWAITED_RANGES {
+        r.await_resend(at(1), awaited(n), awaited(n) + 1);
+    }
+    assert_eq!(r.awaiting_resend.len(), MAX_AWAITED_RANGES);
+    r.await_resend(
+        at(1),
+        awaited(MAX_AWAITED_RANGES),
+        awaited(MAX_AWAITED_RANGES) + 1,
+    );
+    assert_eq!(r.awaiting_resend.len(), MAX_AWAITED_RANGES);
+}
+
+#[test]
+fn a_header_naming_its_own_number_lost_does_not_lose_it() {
+    for resent in [false, true] {
+        let mut r = Resequencer::new(ReseqConfig::default());
+        r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+        r.push(
+            at(1),
+            1,
+            vec![1],
+            Some(PathGap {
+                after: None,
+                lost: 1,
+                last_lost: Some(1),
+                resent,
+            }),
+            FlowLink::Unknown,
+        );
+        r.push(at(2), 3, vec![3], None, FlowLink::Unknown);
+        let d = drain(&mut r);
+        assert_eq!(gseqs(&d), vec![0, 1], "resent {resent}");
+        assert!(d.iter().all(|d| d.in_order));
+        assert_eq!(r.counters.skipped, 0);
+        // Hole 2 was named by nobody: its timer is the plain hole timeout.
+        assert!(
+            r.poll_timeout() < Some(at(2) + RESEND_WAIT),
+            "resent {resent}"
+        );
+    }
+}
+
+#[test]
 fn burst_loss_on_a_path_resolves_when_counts_match() {
     let mut r = Resequencer::new(ReseqConfig::default());
     // Path A carried 0, 2, 3, 4, 6; path B carried 1, 5. A loses 2, 3, 4.
