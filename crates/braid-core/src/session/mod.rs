@@ -1138,6 +1138,7 @@ impl Session {
             },
             reseq_delivered_late: self.receiver.resequencer().counters.delivered_late,
             reseq_delivered_early: self.receiver.resequencer().counters.delivered_early,
+            reseq_express_unordered: self.receiver.resequencer().counters.express_unordered,
             reseq_skipped: self.receiver.resequencer().counters.skipped,
             delivered: self.delivered,
             send_queue_bytes: self.sender.queued_bytes(),
@@ -1147,6 +1148,8 @@ impl Session {
             send_resent: c.resent,
             send_resent_bytes: c.resent_bytes,
             send_resend_stale: c.resend_stale,
+            send_express: c.sent_express,
+            send_codel_dropped: c.dropped_codel,
             drops: self.drops.clone(),
         }
     }

@@ -207,6 +207,9 @@ pub struct SessionStats {
     /// Packets delivered ahead of global order, in order for their flow
     /// (their flow's previous packet had gone; other flows' holes remain).
     pub reseq_delivered_early: u64,
+    /// Express packets delivered before their flow's previous packet (the
+    /// sender's guess that the previous one had landed was wrong).
+    pub reseq_express_unordered: u64,
     /// Numbers the resequencer skipped: known lost, or given up on.
     pub reseq_skipped: u64,
     pub delivered: u64,
@@ -224,5 +227,11 @@ pub struct SessionStats {
     /// Lost inner packets not sent again because they had waited past the
     /// queue delay limit (the receiver is told to skip them).
     pub send_resend_stale: u64,
+    /// Inner packets the send queue's CoDel dropped (a sojourn time above
+    /// its target for an interval): the inner flows' congestion signal.
+    /// Not in `send_dropped`, and unknown to the peer (they had no number).
+    pub send_codel_dropped: u64,
+    /// Sparse flows' datagrams sent ahead of lower numbers (express).
+    pub send_express: u64,
     pub drops: DropCounters,
 }

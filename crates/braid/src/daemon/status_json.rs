@@ -65,6 +65,7 @@ pub fn session(s: &SessionStats) -> Value {
             "delivered": s.delivered,
             "delivered_late": s.reseq_delivered_late,
             "delivered_early": s.reseq_delivered_early,
+            "express_unordered": s.reseq_express_unordered,
             "skipped": s.reseq_skipped,
         },
         "send_queue_bytes": s.send_queue_bytes,
@@ -74,6 +75,8 @@ pub fn session(s: &SessionStats) -> Value {
         "send_resent": s.send_resent,
         "send_resent_bytes": s.send_resent_bytes,
         "send_resend_stale": s.send_resend_stale,
+        "send_express": s.send_express,
+        "send_codel_dropped": s.send_codel_dropped,
         "drops": drops,
     })
 }

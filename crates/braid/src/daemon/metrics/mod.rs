@@ -160,6 +160,7 @@ struct SessionFamilies {
     delivered: CounterFamily,
     send_queue: GaugeFamily,
     send_dropped: CounterFamily,
+    send_codel_dropped: CounterFamily,
     send_reinjected: CounterFamily,
     send_resent: CounterFamily,
     send_resend_stale: CounterFamily,
@@ -257,6 +258,10 @@ impl SessionFamilies {
                 "braid_send_dropped_packets",
                 "Inner packets dropped in the send queue",
             ),
+            send_codel_dropped: b.counter(
+                "braid_send_codel_dropped_packets",
+                "Inner packets the send queue's CoDel dropped (the inner flows' congestion signal)",
+            ),
             send_reinjected: b.counter(
                 "braid_send_reinjected_packets",
                 "Inner packets a path had in flight when it went down, sent again on another path",
@@ -322,6 +327,11 @@ impl SessionFamilies {
         add(&self.delivered, base, r["delivered"].as_u64());
         set(&self.send_queue, base, s["send_queue_bytes"].as_f64());
         add(&self.send_dropped, base, s["send_dropped"].as_u64());
+        add(
+            &self.send_codel_dropped,
+            base,
+            s["send_codel_dropped"].as_u64(),
+        );
         add(&self.send_reinjected, base, s["send_reinjected"].as_u64());
         add(&self.send_resent, base, s["send_resent"].as_u64());
         add(

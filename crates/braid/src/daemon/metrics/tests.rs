@@ -47,6 +47,7 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         reseq_delay_mean: Duration::from_millis(2),
         reseq_delivered_late: 0,
         reseq_delivered_early: 0,
+        reseq_express_unordered: 0,
         reseq_skipped: 0,
         delivered: 1234,
         send_queue_bytes: 3000,
@@ -56,6 +57,8 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         send_resent: 8,
         send_resent_bytes: 0,
         send_resend_stale: 2,
+        send_express: 0,
+        send_codel_dropped: 4,
         drops: DropCounters::default(),
     });
     s["drops"] = json!({"authentication": 3, "replayed": 1});
@@ -123,6 +126,7 @@ fn a_client_document_renders_every_path_and_session_figure() {
         "braid_reseq_delivered_packets_total{} 1234",
         "braid_send_queue_bytes{} 3000",
         "braid_send_dropped_packets_total{} 5",
+        "braid_send_codel_dropped_packets_total{} 4",
         "braid_send_reinjected_packets_total{} 6",
         "braid_send_resent_packets_total{} 8",
         "braid_send_resend_stale_packets_total{} 2",
