@@ -188,10 +188,14 @@ impl Flows {
             .map(|(text, spec)| Flow {
                 spec: text.clone(),
                 kind: match *spec {
-                    TrafficSpec::Tcp { cc, flows } => Kind::Tcp(
+                    TrafficSpec::Tcp { cc, flows, hystart } => Kind::Tcp(
                         (0..flows)
                             .map(|_| Connection {
-                                sender: TcpSender::new(cc),
+                                sender: if hystart {
+                                    TcpSender::with_hystart(cc)
+                                } else {
+                                    TcpSender::new(cc)
+                                },
                                 receiver: TcpReceiver::new(),
                             })
                             .collect(),
@@ -355,12 +359,17 @@ impl Flows {
                             counters.timeouts += k.timeouts;
                             counters.lost_retransmissions += k.lost_retransmissions;
                             counters.undone_recoveries += k.undone_recoveries;
+                            counters.hystart_exits += k.hystart_exits;
                         }
                         Some(TcpReport {
-                            cc: conns
-                                .first()
-                                .map_or("", |c| c.sender.cc().name())
-                                .to_owned(),
+                            cc: conns.first().map_or(String::new(), |c| {
+                                let hystart = if c.sender.uses_hystart() {
+                                    "+hystart"
+                                } else {
+                                    ""
+                                };
+                                format!("{}{hystart}", c.sender.cc().name())
+                            }),
                             connections: conns.len() as u32,
                             mss,
                             goodput_bps: goodput,

@@ -4,7 +4,8 @@
 //! multipath-bonding-layer3 (`ramp:FROM:TO:RISE:HOLD`: exponential rise from
 //! FROM to TO over RISE in 200 ms steps, hold for HOLD, then a mirror-image
 //! fall over RISE), and `tcp[:cubic|reno][:N]`: N closed-loop bulk TCP
-//! connections (see [`crate::tcp`]). Rates are of application payload.
+//! connections (see [`crate::tcp`]); `cubic+hystart` or `reno+hystart`
+//! adds HyStart's delay detection to their slow start, as Linux has it. Rates are of application payload.
 //! `bulk[:SIZE]` is reliable mode's traffic: one stream of SIZE bytes (or as
 //! many as the run carries) written as fast as the stream takes it.
 
@@ -33,6 +34,8 @@ pub enum TrafficSpec {
     Tcp {
         cc: TcpCc,
         flows: u32,
+        /// Slow start also ends by HyStart's delay detection.
+        hystart: bool,
     },
     /// A reliable bulk transfer of `bytes` (unbounded when `None`).
     Bulk {
@@ -42,7 +45,7 @@ pub enum TrafficSpec {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrafficError {
-    #[error("bad traffic {0:?}: expected cbr:RATE, cbr:PCT%, ramp:FROM:TO:RISE:HOLD, tcp[:cubic|reno][:N] (N 1 to 64) or bulk[:SIZE]")]
+    #[error("bad traffic {0:?}: expected cbr:RATE, cbr:PCT%, ramp:FROM:TO:RISE:HOLD, tcp[:cubic|reno[+hystart]][:N] (N 1 to 64) or bulk[:SIZE]")]
     Syntax(String),
     #[error("bad traffic {0:?}: {1}")]
     Value(String, SpecError),
@@ -62,28 +65,25 @@ impl TrafficSpec {
                 .filter(|n| (1..=MAX_TCP_FLOWS).contains(n))
                 .ok_or_else(syntax)
         };
-        let cc = |c: &str| match c {
-            "cubic" => Ok(TcpCc::Cubic),
-            "reno" => Ok(TcpCc::Reno),
-            _ => Err(syntax()),
+        let cc = |c: &str| {
+            let (name, hystart) = match c.strip_suffix("+hystart") {
+                Some(name) => (name, true),
+                None => (c, false),
+            };
+            match name {
+                "cubic" => Ok((TcpCc::Cubic, hystart)),
+                "reno" => Ok((TcpCc::Reno, hystart)),
+                _ => Err(syntax()),
+            }
         };
+        let tcp = |(cc, hystart), flows| TrafficSpec::Tcp { cc, flows, hystart };
         match parts.as_slice() {
-            ["tcp"] => Ok(TrafficSpec::Tcp {
-                cc: TcpCc::Cubic,
-                flows: 1,
-            }),
-            ["tcp", x] if x.starts_with(|c: char| c.is_ascii_digit()) => Ok(TrafficSpec::Tcp {
-                cc: TcpCc::Cubic,
-                flows: flows(x)?,
-            }),
-            ["tcp", c] => Ok(TrafficSpec::Tcp {
-                cc: cc(c)?,
-                flows: 1,
-            }),
-            ["tcp", c, n] => Ok(TrafficSpec::Tcp {
-                cc: cc(c)?,
-                flows: flows(n)?,
-            }),
+            ["tcp"] => Ok(tcp((TcpCc::Cubic, false), 1)),
+            ["tcp", x] if x.starts_with(|c: char| c.is_ascii_digit()) => {
+                Ok(tcp((TcpCc::Cubic, false), flows(x)?))
+            }
+            ["tcp", c] => Ok(tcp(cc(c)?, 1)),
+            ["tcp", c, n] => Ok(tcp(cc(c)?, flows(n)?)),
             ["bulk"] => Ok(TrafficSpec::Bulk { bytes: None }),
             ["bulk", size] => Ok(TrafficSpec::Bulk {
                 bytes: Some(parse_size(size).ok_or_else(syntax)?),
@@ -162,7 +162,10 @@ impl std::fmt::Display for TrafficSpec {
                 rise.as_millis(),
                 hold.as_millis()
             ),
-            TrafficSpec::Tcp { cc, flows } => write!(f, "tcp:{}:{flows}", cc.name()),
+            TrafficSpec::Tcp { cc, flows, hystart } => {
+                let hystart = if *hystart { "+hystart" } else { "" };
+                write!(f, "tcp:{}{hystart}:{flows}", cc.name())
+            }
             TrafficSpec::Bulk { bytes: None } => write!(f, "bulk"),
             TrafficSpec::Bulk { bytes: Some(b) } => write!(f, "bulk:{b}"),
         }
@@ -252,8 +255,26 @@ mod tests {
             TrafficSpec::parse("cbr:95%").unwrap(),
             TrafficSpec::CbrFraction { fraction: 0.95 }
         );
-        let tcp = |cc, flows| TrafficSpec::Tcp { cc, flows };
+        let tcp = |cc, flows| TrafficSpec::Tcp {
+            cc,
+            flows,
+            hystart: false,
+        };
         assert_eq!(TrafficSpec::parse("tcp").unwrap(), tcp(TcpCc::Cubic, 1));
+        let linux = TrafficSpec::parse("tcp:cubic+hystart:2").unwrap();
+        assert_eq!(
+            linux,
+            TrafficSpec::Tcp {
+                cc: TcpCc::Cubic,
+                flows: 2,
+                hystart: true
+            }
+        );
+        assert_eq!(linux.to_string(), "tcp:cubic+hystart:2");
+        assert_eq!(
+            TrafficSpec::parse("tcp:reno+hystart").unwrap().to_string(),
+            "tcp:reno+hystart:1"
+        );
         assert_eq!(TrafficSpec::parse("tcp:reno").unwrap(), tcp(TcpCc::Reno, 1));
         assert_eq!(TrafficSpec::parse("tcp:4").unwrap(), tcp(TcpCc::Cubic, 4));
         assert_eq!(
@@ -290,6 +311,9 @@ mod tests {
             "bulk:99999999999999999999GB",
             "elastic",
             "tcp:vegas",
+            "tcp:hystart",
+            "tcp:cubic+",
+            "tcp:cubic+hystart+hystart",
             "tcp:0",
             "tcp:cubic:65",
             "tcp:reno:1:2",

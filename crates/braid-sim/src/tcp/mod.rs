@@ -22,11 +22,14 @@
 //! minimum ([`rto`]); a timeout sets cwnd to one
 //! segment and marks every unSACKed segment lost. Round trips are measured
 //! on every ACK from the echoed send time of the segment that caused it
-//! (as TCP timestamps give). Not modelled: HyStart, PRR, tail loss
+//! (as TCP timestamps give). With `+hystart` (`tcp:cubic+hystart`) slow
+//! start also ends by HyStart's delay detection, as Linux CUBIC's does
+//! ([`hystart`]). Not modelled: HyStart's ACK-train detection, PRR, tail loss
 //! probes, RACK's time-based loss detection of original transmissions,
 //! delayed ACKs (every segment is ACKed), the receive window (never
 //! limiting), pacing, ECN, Nagle, the three-way handshake.
 
+mod hystart;
 mod receiver;
 mod rto;
 mod sender;

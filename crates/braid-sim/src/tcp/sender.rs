@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::hystart::HyStart;
 use super::rto::Rto;
 use super::window::{TcpCc, Window};
 use super::Ack;
@@ -28,6 +29,8 @@ pub struct TcpCounters {
     pub timeouts: u64,
     /// Retransmissions found lost because later data arrived first.
     pub lost_retransmissions: u64,
+    /// Slow starts HyStart ended (with `+hystart`).
+    pub hystart_exits: u64,
     /// Fast recoveries undone: every segment thought lost arrived without
     /// being retransmitted (reordering, not loss).
     pub undone_recoveries: u64,
@@ -80,6 +83,7 @@ pub struct TcpSender {
     retransmissions_in_recovery: u64,
     rto: Rto,
     timer: Option<Duration>,
+    hystart: Option<HyStart>,
     pub counters: TcpCounters,
 }
 
@@ -103,7 +107,16 @@ impl TcpSender {
             retransmissions_in_recovery: 0,
             rto: Rto::new(),
             timer: None,
+            hystart: None,
             counters: TcpCounters::default(),
+        }
+    }
+
+    /// A sender whose slow start may also end by HyStart's delay detection.
+    pub fn with_hystart(cc: TcpCc) -> TcpSender {
+        TcpSender {
+            hystart: Some(HyStart::default()),
+            ..TcpSender::new(cc)
         }
     }
 
@@ -113,6 +126,10 @@ impl TcpSender {
 
     pub fn cwnd(&self) -> f64 {
         self.cwnd
+    }
+
+    pub fn uses_hystart(&self) -> bool {
+        self.hystart.is_some()
     }
 
     pub fn ssthresh(&self) -> f64 {
@@ -250,6 +267,12 @@ impl TcpSender {
             self.fast_recovery = true;
         } else if !self.fast_recovery && delivered > 0 {
             self.grow(now, delivered);
+            if let (Some(h), Some(r)) = (self.hystart.as_mut(), rtt) {
+                if self.cwnd < self.ssthresh && h.on_sample(r, self.una, self.next, self.cwnd) {
+                    self.ssthresh = self.cwnd;
+                    self.counters.hystart_exits += 1;
+                }
+            }
         }
         rtt
     }

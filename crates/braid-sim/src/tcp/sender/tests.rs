@@ -204,3 +204,25 @@ fn a_blackout_costs_backed_off_timeouts_then_recovers() {
     let got = net.receiver.delivered();
     assert!(net.delivered_order.iter().copied().eq(0..got));
 }
+
+#[test]
+fn hystart_ends_slow_start_when_the_queue_builds_before_it_overflows() {
+    // 10 Mbit/s, 40 ms round trip, four BDPs of buffer: slow start alone
+    // overflows it; HyStart sees the queue's delay first.
+    let run = |sender: TcpSender| {
+        let mut net = Net::new(TcpCc::Cubic, 10.0, 20, 140);
+        net.sender = sender;
+        net.run(secs(3.0));
+        let exit_cwnd = net.sender.ssthresh();
+        (net.sender.counters.clone(), exit_cwnd)
+    };
+    let (plain, _) = run(TcpSender::new(TcpCc::Cubic));
+    assert_eq!(plain.hystart_exits, 0);
+    assert!(plain.fast_recoveries + plain.timeouts > 0, "{plain:?}");
+    let (hystart, exit_cwnd) = run(TcpSender::with_hystart(TcpCc::Cubic));
+    assert_eq!(hystart.hystart_exits, 1, "{hystart:?}");
+    assert_eq!((hystart.fast_recoveries, hystart.timeouts), (0, 0));
+    // The path holds 34 segments, the buffer 140 more: the exit comes
+    // once the queue is a few ms deep, well before it is full.
+    assert!((34.0..120.0).contains(&exit_cwnd), "{exit_cwnd}");
+}
