@@ -459,6 +459,11 @@ impl Resequencer {
         }
     }
 
+    /// Whether `gseq` is awaited from the sender (re-send or skip notice).
+    fn awaits_resend(&self, gseq: u64) -> bool {
+        self.awaiting_resend.end_of_range_holding(gseq).is_some()
+    }
+
     /// How long an awaited hole waits: never less than any other hole.
     fn resend_wait(&self) -> Duration {
         let hole = self.hole_timeout();
@@ -552,8 +557,7 @@ impl Resequencer {
         }
         // A re-sent packet's wait is a round trip, not the paths' delay
         // spread the hole timeout learns.
-        let awaited = self.awaiting_resend.end_of_range_holding(gseq).is_some();
-        if gseq == self.next && !awaited {
+        if gseq == self.next && !self.awaits_resend(gseq) {
             if let Some((_, first)) = self.held.first_key_value() {
                 let waited = now - first.arrived;
                 self.on_fill(waited);
@@ -761,11 +765,7 @@ impl Resequencer {
             self.timer = None;
             self.expiries = 0;
         } else if self.timer.is_none() || self.timer_hole != self.next {
-            let wait = if self
-                .awaiting_resend
-                .end_of_range_holding(self.next)
-                .is_some()
-            {
+            let wait = if self.awaits_resend(self.next) {
                 self.resend_wait()
             } else {
                 self.hole_timeout()

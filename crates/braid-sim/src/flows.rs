@@ -352,14 +352,7 @@ impl Flows {
                         let ideal_tcp = ideal_bps * mss as f64 / self.payload_bytes as f64;
                         let mut counters = TcpCounters::default();
                         for c in conns {
-                            let k = &c.sender.counters;
-                            counters.segments_sent += k.segments_sent;
-                            counters.retransmissions += k.retransmissions;
-                            counters.fast_recoveries += k.fast_recoveries;
-                            counters.timeouts += k.timeouts;
-                            counters.lost_retransmissions += k.lost_retransmissions;
-                            counters.undone_recoveries += k.undone_recoveries;
-                            counters.hystart_exits += k.hystart_exits;
+                            counters += &c.sender.counters;
                         }
                         Some(TcpReport {
                             cc: conns.first().map_or(String::new(), |c| {

@@ -5,7 +5,8 @@
 //! FROM to TO over RISE in 200 ms steps, hold for HOLD, then a mirror-image
 //! fall over RISE), and `tcp[:cubic|reno][:N]`: N closed-loop bulk TCP
 //! connections (see [`crate::tcp`]); `cubic+hystart` or `reno+hystart`
-//! adds HyStart's delay detection to their slow start, as Linux has it. Rates are of application payload.
+//! adds HyStart's delay detection to their slow start, as Linux has it.
+//! Rates are of application payload.
 //! `bulk[:SIZE]` is reliable mode's traffic: one stream of SIZE bytes (or as
 //! many as the run carries) written as fast as the stream takes it.
 

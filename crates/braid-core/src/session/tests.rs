@@ -995,20 +995,27 @@ fn two_clients_stay_isolated() {
     }
 }
 
-/// Both ends with a stream connection inside the session.
-fn connected_with_stream(delays: &[u64]) -> Pair {
+/// Both ends with `configure` applied to their session settings, after
+/// the handshake.
+fn connected_with(delays: &[u64], configure: impl Fn(&mut SessionConfig)) -> Pair {
     let (ck, sk) = (keypair(1), keypair(2));
-    let stream = Some(crate::stream::Config::default());
     let mut cc = client_config(&ck, &sk.public, delays);
-    cc.session.stream = stream.clone();
+    configure(&mut cc.session);
     let client = Session::client(cc, [7; 32]).unwrap();
     let mut pair = Pair::with(client, ck.clone(), sk.clone(), delays);
     let mut ec = endpoint_config(&sk, &[ck.public]);
-    ec.session.stream = stream;
+    configure(&mut ec.session);
     pair.server = Endpoint::new(ec, [8; 32]).unwrap();
     pair.run_for(ms(500));
     assert!(pair.client.is_connected(), "client handshake");
     pair
+}
+
+/// Both ends with a stream connection inside the session.
+fn connected_with_stream(delays: &[u64]) -> Pair {
+    connected_with(delays, |s| {
+        s.stream = Some(crate::stream::Config::default())
+    })
 }
 
 #[test]
@@ -1184,13 +1191,7 @@ fn what_a_lost_link_had_in_flight_is_sent_again_on_the_other_path() {
 #[test]
 fn a_datagram_a_path_lost_is_resent_and_counted_when_resend_losses_is_on() {
     let run = |resend: bool| {
-        let (ck, sk) = (keypair(1), keypair(2));
-        let mut cc = client_config(&ck, &sk.public, &[10, 30]);
-        cc.session.resend_losses = resend;
-        let client = Session::client(cc, [7; 32]).unwrap();
-        let mut pair = Pair::with(client, ck, sk, &[10, 30]);
-        pair.run_for(ms(500));
-        assert!(pair.client.is_connected(), "client handshake");
+        let mut pair = connected_with(&[10, 30], |s| s.resend_losses = resend);
         pair.exchange(50, ms(5));
         for i in 50..70 {
             pair.client.send(pair.now, tagged(0, i)).unwrap();

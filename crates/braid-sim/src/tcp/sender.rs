@@ -36,6 +36,29 @@ pub struct TcpCounters {
     pub undone_recoveries: u64,
 }
 
+impl std::ops::AddAssign<&TcpCounters> for TcpCounters {
+    /// Sums several connections' counters. Destructured, so that a new
+    /// counter cannot be left out of the sum.
+    fn add_assign(&mut self, k: &TcpCounters) {
+        let TcpCounters {
+            segments_sent,
+            retransmissions,
+            fast_recoveries,
+            timeouts,
+            lost_retransmissions,
+            hystart_exits,
+            undone_recoveries,
+        } = *k;
+        self.segments_sent += segments_sent;
+        self.retransmissions += retransmissions;
+        self.fast_recoveries += fast_recoveries;
+        self.timeouts += timeouts;
+        self.lost_retransmissions += lost_retransmissions;
+        self.hystart_exits += hystart_exits;
+        self.undone_recoveries += undone_recoveries;
+    }
+}
+
 /// What the sender knows of one segment sent and not yet cumulatively
 /// acknowledged.
 #[derive(Debug, Clone, Copy, Default)]
