@@ -117,6 +117,8 @@ enum Kind {
 struct Flow {
     spec: String,
     kind: Kind,
+    /// When the source starts: its rates are over the run's time from then.
+    start: Duration,
     offered_bytes: u64,
     delivered_bytes: u64,
     /// Offer to delivery by braid's receiver.
@@ -188,7 +190,9 @@ impl Flows {
             .map(|(text, spec)| Flow {
                 spec: text.clone(),
                 kind: match *spec {
-                    TrafficSpec::Tcp { cc, flows, hystart } => Kind::Tcp(
+                    TrafficSpec::Tcp {
+                        cc, flows, hystart, ..
+                    } => Kind::Tcp(
                         (0..flows)
                             .map(|_| Connection {
                                 sender: if hystart {
@@ -201,6 +205,10 @@ impl Flows {
                             .collect(),
                     ),
                     _ => Kind::Datagrams(Source::new(spec.clone(), ideal_bps, payload_bytes)),
+                },
+                start: match *spec {
+                    TrafficSpec::Tcp { start, .. } => start,
+                    _ => Duration::ZERO,
                 },
                 offered_bytes: 0,
                 delivered_bytes: 0,
@@ -225,12 +233,10 @@ impl Flows {
                     Kind::Datagrams(s) => {
                         Box::new(Some(s.peek()).filter(|t| *t < self.duration).into_iter())
                     }
-                    // A connection opens at time zero.
+                    // A connection opens at its flow's start.
                     Kind::Tcp(conns) => Box::new(conns.iter().filter_map(|c| {
                         let opening = c.sender.counters.segments_sent == 0;
-                        c.sender
-                            .poll_timeout()
-                            .or(opening.then_some(Duration::ZERO))
+                        c.sender.poll_timeout().or(opening.then_some(f.start))
                     })),
                 }
             })
@@ -264,6 +270,7 @@ impl Flows {
                         });
                     }
                 }
+                Kind::Tcp(_) if now < f.start => {}
                 Kind::Tcp(conns) => {
                     for (c, conn) in conns.iter_mut().enumerate() {
                         if conn.sender.poll_timeout().is_some_and(|t| t <= now) {
@@ -336,11 +343,11 @@ impl Flows {
     }
 
     pub fn report(&self, ideal_bps: f64) -> Vec<FlowReport> {
-        let secs = self.duration.as_secs_f64();
         let mss = self.payload_bytes.saturating_sub(TCP_IP_HEADERS);
         self.flows
             .iter()
-            .map(|f| FlowReport {
+            .map(|f| (f, self.duration.saturating_sub(f.start).as_secs_f64()))
+            .map(|(f, secs)| FlowReport {
                 traffic: f.spec.clone(),
                 offered_bps: f.offered_bytes as f64 * 8.0 / secs,
                 goodput_bps: f.delivered_bytes as f64 * 8.0 / secs,

@@ -142,6 +142,8 @@ pub enum SimError {
     Payload(usize),
     #[error("payload of {0} bytes is too small for TCP segments (at least {min}: {hdr} bytes of TCP/IP headers and one of data)", min = TCP_IP_HEADERS + 1, hdr = TCP_IP_HEADERS)]
     TcpPayload(usize),
+    #[error("TCP traffic {0} starts at or after the run's end ({1:?})")]
+    TcpStart(String, Duration),
     #[error(transparent)]
     Budget(#[from] crate::budget::BudgetError),
     #[error("duration must be positive")]
@@ -308,6 +310,12 @@ pub(crate) fn traffic_specs(s: &Scenario) -> Result<Vec<(String, TrafficSpec)>, 
         && s.payload_bytes <= TCP_IP_HEADERS
     {
         return Err(SimError::TcpPayload(s.payload_bytes));
+    }
+    if let Some((text, _)) = specs
+        .iter()
+        .find(|(_, t)| matches!(t, TrafficSpec::Tcp { start, .. } if *start >= s.duration))
+    {
+        return Err(SimError::TcpStart(text.clone(), s.duration));
     }
     Ok(specs)
 }

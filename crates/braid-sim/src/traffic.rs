@@ -5,7 +5,9 @@
 //! FROM to TO over RISE in 200 ms steps, hold for HOLD, then a mirror-image
 //! fall over RISE), and `tcp[:cubic|reno][:N]`: N closed-loop bulk TCP
 //! connections (see [`crate::tcp`]); `cubic+hystart` or `reno+hystart`
-//! adds HyStart's delay detection to their slow start, as Linux has it.
+//! adds HyStart's delay detection to their slow start, as Linux has it, and
+//! a suffix `@START` opens them at START into the run instead of at zero
+//! (a transfer that begins while other traffic has been flowing).
 //! Rates are of application payload.
 //! `bulk[:SIZE]` is reliable mode's traffic: one stream of SIZE bytes (or as
 //! many as the run carries) written as fast as the stream takes it.
@@ -37,6 +39,8 @@ pub enum TrafficSpec {
         flows: u32,
         /// Slow start also ends by HyStart's delay detection.
         hystart: bool,
+        /// When the connections open.
+        start: Duration,
     },
     /// A reliable bulk transfer of `bytes` (unbounded when `None`).
     Bulk {
@@ -46,7 +50,7 @@ pub enum TrafficSpec {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrafficError {
-    #[error("bad traffic {0:?}: expected cbr:RATE, cbr:PCT%, ramp:FROM:TO:RISE:HOLD, tcp[:cubic|reno[+hystart]][:N] (N 1 to 64) or bulk[:SIZE]")]
+    #[error("bad traffic {0:?}: expected cbr:RATE, cbr:PCT%, ramp:FROM:TO:RISE:HOLD, tcp[:cubic|reno[+hystart]][:N][@START] (N 1 to 64) or bulk[:SIZE]")]
     Syntax(String),
     #[error("bad traffic {0:?}: {1}")]
     Value(String, SpecError),
@@ -59,7 +63,14 @@ impl TrafficSpec {
     pub fn parse(s: &str) -> Result<TrafficSpec, TrafficError> {
         let syntax = || TrafficError::Syntax(s.to_owned());
         let value = |e| TrafficError::Value(s.to_owned(), e);
-        let parts: Vec<&str> = s.split(':').collect();
+        let (body, start) = match s.split_once('@') {
+            Some((body, start)) if body.starts_with("tcp") => {
+                (body, parse_duration(start).map_err(value)?)
+            }
+            Some(_) => return Err(syntax()),
+            None => (s, Duration::ZERO),
+        };
+        let parts: Vec<&str> = body.split(':').collect();
         let flows = |n: &str| {
             n.parse::<u32>()
                 .ok()
@@ -77,7 +88,12 @@ impl TrafficSpec {
                 _ => Err(syntax()),
             }
         };
-        let tcp = |(cc, hystart), flows| TrafficSpec::Tcp { cc, flows, hystart };
+        let tcp = |(cc, hystart), flows| TrafficSpec::Tcp {
+            cc,
+            flows,
+            hystart,
+            start,
+        };
         match parts.as_slice() {
             ["tcp"] => Ok(tcp((TcpCc::Cubic, false), 1)),
             ["tcp", x] if x.starts_with(|c: char| c.is_ascii_digit()) => {
@@ -163,9 +179,18 @@ impl std::fmt::Display for TrafficSpec {
                 rise.as_millis(),
                 hold.as_millis()
             ),
-            TrafficSpec::Tcp { cc, flows, hystart } => {
+            TrafficSpec::Tcp {
+                cc,
+                flows,
+                hystart,
+                start,
+            } => {
                 let hystart = if *hystart { "+hystart" } else { "" };
-                write!(f, "tcp:{}{hystart}:{flows}", cc.name())
+                write!(f, "tcp:{}{hystart}:{flows}", cc.name())?;
+                if !start.is_zero() {
+                    write!(f, "@{}ms", start.as_millis())?;
+                }
+                Ok(())
             }
             TrafficSpec::Bulk { bytes: None } => write!(f, "bulk"),
             TrafficSpec::Bulk { bytes: Some(b) } => write!(f, "bulk:{b}"),
@@ -260,6 +285,7 @@ mod tests {
             cc,
             flows,
             hystart: false,
+            start: Duration::ZERO,
         };
         assert_eq!(TrafficSpec::parse("tcp").unwrap(), tcp(TcpCc::Cubic, 1));
         let linux = TrafficSpec::parse("tcp:cubic+hystart:2").unwrap();
@@ -268,10 +294,29 @@ mod tests {
             TrafficSpec::Tcp {
                 cc: TcpCc::Cubic,
                 flows: 2,
-                hystart: true
+                hystart: true,
+                start: Duration::ZERO,
             }
         );
         assert_eq!(linux.to_string(), "tcp:cubic+hystart:2");
+        let later = TrafficSpec::parse("tcp:cubic:2@2500ms").unwrap();
+        assert_eq!(
+            later,
+            TrafficSpec::Tcp {
+                cc: TcpCc::Cubic,
+                flows: 2,
+                hystart: false,
+                start: Duration::from_millis(2500),
+            }
+        );
+        assert_eq!(later.to_string(), "tcp:cubic:2@2500ms");
+        assert_eq!(
+            TrafficSpec::parse("tcp@3s").unwrap(),
+            TrafficSpec::parse("tcp:cubic:1@3000ms").unwrap()
+        );
+        for bad in ["cbr:1mbit@1s", "tcp@", "tcp@soon", "tcp:cubic@1s@2s"] {
+            assert!(TrafficSpec::parse(bad).is_err(), "{bad}");
+        }
         assert_eq!(
             TrafficSpec::parse("tcp:reno+hystart").unwrap().to_string(),
             "tcp:reno+hystart:1"

@@ -183,3 +183,27 @@ fn sender_drops_are_announced_so_the_receiver_never_waits_for_them() {
     assert!(held.p50 < 50.0, "{held:?}");
     assert!(r.in_order_goodput_bps >= 0.98 * r.goodput_bps);
 }
+
+/// `tcp@START`: the connection sends nothing before START, then fills the
+/// path; its rates count from START, so a flow that starts late is not
+/// charged for the time before it existed.
+#[test]
+fn a_tcp_flow_that_starts_later_sends_from_then_and_is_measured_from_then() {
+    let r = run(&scenario(
+        &["10mbit,10ms"],
+        "earliest-arrival",
+        "tcp:cubic@2s",
+        6,
+    ))
+    .unwrap();
+    let bins_per_s = (1.0 / r.series.bin_s).round() as usize;
+    let early: f64 = r.series.in_order_goodput_bps[..2 * bins_per_s].iter().sum();
+    assert_eq!(early, 0.0, "{:?}", r.series.in_order_goodput_bps);
+    let flow = &r.flows[0];
+    assert_eq!(flow.traffic, "tcp:cubic:1@2000ms");
+    let tcp = flow.tcp.as_ref().expect("a TCP flow");
+    // Over its own 4 s one flow on one clean path gets most of it; over
+    // the run's 6 s it could not get more than two thirds.
+    assert!(tcp.utilization > 0.8, "{}", tcp.utilization);
+    assert!(tcp.utilization <= 1.0, "{}", tcp.utilization);
+}

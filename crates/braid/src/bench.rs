@@ -53,7 +53,8 @@ pub struct BenchArgs {
     #[arg(long, default_value = "bbr")]
     pub cc: String,
     /// Offered traffic: cbr:RATE, cbr:PCT% (of ideal goodput), ramp:FROM:TO:RISE:HOLD,
-    /// tcp[:cubic|reno[+hystart]][:N] (N closed-loop bulk TCP connections; +hystart: Linux's HyStart delay detection ends slow start). Repeat to run
+    /// tcp[:cubic|reno[+hystart]][:N][@START] (N closed-loop bulk TCP connections; +hystart: Linux's HyStart delay detection ends slow start;
+    /// @START: they open START into the run, and their rates count from then). Repeat to run
     /// several sources at once, each its own flow (tcp:cubic and cbr:64kbit, say); reliable mode: bulk[:SIZE] (SIZE in B,
     /// kB, MB, GB, KiB, MiB, GiB)
     #[arg(long, default_value = "cbr:110%")]
