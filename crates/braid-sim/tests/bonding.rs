@@ -207,3 +207,26 @@ fn a_tcp_flow_that_starts_later_sends_from_then_and_is_measured_from_then() {
     assert!(tcp.utilization > 0.8, "{}", tcp.utilization);
     assert!(tcp.utilization <= 1.0, "{}", tcp.utilization);
 }
+
+/// A transfer that begins after light traffic (1 Mbit/s for 3 s) on
+/// 18 Mbit/s at 50 ms + 2 Mbit/s at 5 ms. The light traffic went over the
+/// short path and gave the big one an estimate of about 0.5 Mbit/s, and
+/// earliest-arrival, pricing it so, gave it nothing more: the transfer got
+/// 0.05 of the ideal and the big path carried 0.3 % of its capacity. Load
+/// after a light period now probes as at startup (`cc::bbr`), and the big
+/// path is found.
+#[test]
+fn a_transfer_after_light_traffic_finds_the_path_the_light_traffic_left_unused() {
+    let mut s = scenario(
+        &["18mbit,50ms", "2mbit,5ms"],
+        "earliest-arrival",
+        "tcp:cubic@3s",
+        13,
+    );
+    s.more_traffic = vec![TrafficSpec::parse("cbr:1mbit").unwrap()];
+    let r = run(&s).unwrap();
+    let big = &r.paths[0];
+    assert!(big.utilization > 0.2, "{:?}", r.paths);
+    let tcp = r.flows[0].tcp.as_ref().expect("a TCP flow");
+    assert!(tcp.utilization > 0.3, "{}", tcp.utilization);
+}

@@ -97,6 +97,8 @@ pub struct Bbr {
     cycle_start_bw: f64,
     /// Bandwidth estimate when the last probe (gain 1.25) began.
     probe_start_bw: f64,
+    /// Round of the latest full-load (not app-limited) rate sample.
+    full_load_round: u64,
     cwnd: u64,
 }
 
@@ -122,6 +124,7 @@ impl Bbr {
             cycle_stamp: Instant::ZERO,
             cycle_start_bw: 0.0,
             probe_start_bw: 0.0,
+            full_load_round: 0,
             cwnd: INITIAL_CWND,
         }
     }
@@ -201,6 +204,23 @@ impl Bbr {
             _ => {}
         }
     }
+
+    /// A full-load sample in `round`. After a light period (a whole
+    /// bandwidth window of app-limited samples) the estimate describes the
+    /// light traffic, not the path: every full-load sample has aged out of
+    /// the window and app-limited ones took their place. ProbeBW would climb
+    /// back from there by a quarter per probe; probe as at startup instead.
+    /// A transfer that began after 1 Mbit/s of other traffic otherwise
+    /// reached its rate seconds later than on a fresh tunnel
+    /// (BENCHMARKS.md, "Light traffic, then a transfer").
+    fn on_full_load(&mut self, round: u64) {
+        if self.mode == Mode::ProbeBw && round >= self.full_load_round + BW_WINDOW_ROUNDS {
+            self.mode = Mode::Startup;
+            self.full_bw = 0.0;
+            self.full_bw_rounds = 0;
+        }
+        self.full_load_round = round;
+    }
 }
 
 /// Start-up's window for a path of minimum RTT `min_rtt`, before the
@@ -227,6 +247,9 @@ impl Controller for Bbr {
             self.round += 1;
         }
         if let Some(rate) = ack.delivery_rate_bps {
+            if !ack.app_limited {
+                self.on_full_load(self.round);
+            }
             // App-limited samples understate the path: use them only to raise.
             if !ack.app_limited || self.max_bw.get().is_none_or(|m| rate > m) {
                 self.max_bw.update(self.round, rate);
@@ -589,6 +612,43 @@ mod tests {
         assert_eq!(c.min_rtt, Some(Duration::from_millis(20)));
         run(&mut c, 5e6, 30, 2_000);
         assert_eq!(c.min_rtt, Some(Duration::from_millis(30)));
+    }
+
+    /// Full load, then `light_rounds` round trips of light traffic (one
+    /// app-limited packet of 1 Mbit/s each), then one full-load sample;
+    /// the mode after each stage.
+    fn light_then_load(light_rounds: u64) -> (Mode, Mode) {
+        let rtt = Duration::from_millis(20);
+        let mut c = Bbr::new();
+        let mut now = steady(&mut c, (10e6, rtt), (20, 10), 2_000);
+        assert_eq!(c.mode, Mode::ProbeBw);
+        let mut delivered = 2_000 * MSS;
+        let mut ack_round = |c: &mut Bbr, now: &mut Instant, app_limited: bool, rate: f64| {
+            *now += rtt;
+            let prior = delivered;
+            delivered += MSS;
+            let mut ack = full_ack(Some(rate), rtt, prior, delivered, 1);
+            ack.app_limited = app_limited;
+            c.on_ack(*now, &ack);
+        };
+        for _ in 0..light_rounds {
+            ack_round(&mut c, &mut now, true, 1e6);
+        }
+        let after_light = c.mode;
+        ack_round(&mut c, &mut now, false, 1e6);
+        (after_light, c.mode)
+    }
+
+    /// Light traffic long enough for the estimate to describe it (a whole
+    /// bandwidth window of rounds): the first full-load sample after it
+    /// starts probing as at startup. A shorter pause leaves ProbeBW alone.
+    #[test]
+    fn load_after_a_light_period_probes_as_at_startup() {
+        assert_eq!(
+            light_then_load(BW_WINDOW_ROUNDS + 5),
+            (Mode::ProbeBw, Mode::Startup)
+        );
+        assert_eq!(light_then_load(3), (Mode::ProbeBw, Mode::ProbeBw));
     }
 
     /// A 1 Gbit/s path whose RTT is 20 µs (two hosts on one veth): the

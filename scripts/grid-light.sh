@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The grid of scripts/grid-tcp.sh (bandwidth ratios x one-way delays, 20
+# Mbit/s in all), with light traffic first: a UDP flow of LIGHT (1 Mbit/s)
+# from the start, and one bulk CUBIC flow from START (3 s) on, for
+# DURATION (33 s) in all. A tunnel carries some traffic most of the time;
+# this is how fast a transfer that begins then gets the bond.
+# Columns: the TCP flow's goodput over its own time / the ideal for its MSS,
+# its goodput in its first second (in-order goodput of the bond, Mbit/s),
+# and its retransmissions.
+set -euo pipefail
+B=${BRAID:-target/release/braid}
+LIGHT=${LIGHT:-1mbit}
+START=${START:-3}
+DURATION=${DURATION:-33}
+# Further bench flags for every run (say, EXTRA=--resend-losses).
+read -r -a EXTRA <<<"${EXTRA:-}"
+echo "| ratio | one-way delays | tcp:cubic@${START}s utilization | first second (Mbit/s) | TCP retransmissions |"
+echo "|---|---|---|---|---|"
+for ratio in 1:1 3:1 5:1 9:1; do
+  a=${ratio%:*}; b=${ratio#*:}; total=20
+  ra=$(python3 -c "print($total*$a/($a+$b))"); rb=$(python3 -c "print($total*$b/($a+$b))")
+  for delays in 5:5 5:50 5:100 50:5 100:5 20:60 100:100; do
+    da=${delays%:*}; db=${delays#*:}
+    row=$($B bench --path "${ra}mbit,${da}ms" --path "${rb}mbit,${db}ms" \
+        --traffic "tcp:cubic@${START}s" --traffic "cbr:$LIGHT" --duration "${DURATION}s" \
+        "${EXTRA[@]}" --json | python3 -c "
+import json, sys
+d = json.load(sys.stdin); t = d['flows'][0]['tcp']; s = d['series']
+first = s['in_order_goodput_bps'][round($START / s['bin_s']):][:round(1 / s['bin_s'])]
+print(f\"{t['utilization']:.3f} | {sum(first) / len(first) / 1e6:.1f} | {t['counters']['retransmissions']}\")")
+    echo "| $ratio | $da/${db}ms | $row |"
+  done
+done
