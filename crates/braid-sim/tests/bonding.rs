@@ -213,8 +213,8 @@ fn a_tcp_flow_that_starts_later_sends_from_then_and_is_measured_from_then() {
 /// short path and gave the big one an estimate of about 0.5 Mbit/s, and
 /// earliest-arrival, pricing it so, gave it nothing more: the transfer got
 /// 0.05 of the ideal and the big path carried 0.3 % of its capacity. Load
-/// after a light period now probes as at startup (`cc::bbr`), and the big
-/// path is found.
+/// on a path whose startup saw only light traffic now probes again as at
+/// startup (`cc::bbr`), and the big path is found.
 #[test]
 fn a_transfer_after_light_traffic_finds_the_path_the_light_traffic_left_unused() {
     let mut s = scenario(
