@@ -671,6 +671,39 @@ mod tests {
         assert_eq!(loaded.mode, Mode::ProbeBw);
     }
 
+    /// Full load for a few rounds, then app-limited traffic that still grows
+    /// by half a round for a while: startup ends well past three rounds
+    /// after its last full-load sample, so what it found is the light
+    /// traffic's rate, and load probes again.
+    #[test]
+    fn a_startup_that_ended_rounds_after_its_load_did_not_see_the_path() {
+        let rtt = Duration::from_millis(20);
+        let mut c = Bbr::new();
+        let (mut now, mut delivered) = (Instant::from_nanos(0), 0);
+        let rates = [
+            1e6,
+            1.5e6,
+            2.25e6,
+            2.25e6 * 1.5,
+            2.25e6 * 2.25,
+            2.25e6 * 3.375,
+        ];
+        for (i, rate) in rates.into_iter().chain([2.25e6 * 3.375; 4]).enumerate() {
+            now += rtt;
+            let prior = delivered;
+            delivered += MSS;
+            let mut ack = full_ack(Some(rate), rtt, prior, delivered, 1);
+            // Full load in the first three rounds only.
+            ack.app_limited = i >= 3;
+            c.on_ack(now, &ack);
+        }
+        assert_eq!(c.mode, Mode::ProbeBw);
+        assert!(c.full_load_round >= 2);
+        assert!(c.round > c.full_load_round + 3);
+        light_rounds(&mut c, &mut now, &mut delivered, 0, true);
+        assert_eq!(c.mode, Mode::Startup);
+    }
+
     /// A 1 Gbit/s path whose RTT is 20 µs (two hosts on one veth): the
     /// window covers a round trip of `MIN_WINDOW_RTT`, not 4 packets.
     #[test]
