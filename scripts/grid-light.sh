@@ -16,18 +16,15 @@ DURATION=${DURATION:-33}
 read -r -a EXTRA <<<"${EXTRA:-}"
 echo "| ratio | one-way delays | tcp:cubic@${START}s utilization | first second (Mbit/s) | TCP retransmissions |"
 echo "|---|---|---|---|---|"
-for ratio in 1:1 3:1 5:1 9:1; do
-  a=${ratio%:*}; b=${ratio#*:}; total=20
-  ra=$(python3 -c "print($total*$a/($a+$b))"); rb=$(python3 -c "print($total*$b/($a+$b))")
-  for delays in 5:5 5:50 5:100 50:5 100:5 20:60 100:100; do
-    da=${delays%:*}; db=${delays#*:}
-    row=$($B bench --path "${ra}mbit,${da}ms" --path "${rb}mbit,${db}ms" \
-        --traffic "tcp:cubic@${START}s" --traffic "cbr:$LIGHT" --duration "${DURATION}s" \
-        "${EXTRA[@]}" --json | python3 -c "
+points=$("$(dirname "$0")/grid-points.sh")
+# fd 3: the bench commands inside must not read the point list.
+while read -r ratio ra da rb db <&3; do
+  row=$($B bench --path "${ra}mbit,${da}ms" --path "${rb}mbit,${db}ms" \
+      --traffic "tcp:cubic@${START}s" --traffic "cbr:$LIGHT" --duration "${DURATION}s" \
+      "${EXTRA[@]}" --json | python3 -c "
 import json, sys
 d = json.load(sys.stdin); t = d['flows'][0]['tcp']; s = d['series']
 first = s['in_order_goodput_bps'][round($START / s['bin_s']):][:round(1 / s['bin_s'])]
 print(f\"{t['utilization']:.3f} | {sum(first) / len(first) / 1e6:.1f} | {t['counters']['retransmissions']}\")")
-    echo "| $ratio | $da/${db}ms | $row |"
-  done
-done
+  echo "| $ratio | $da/${db}ms | $row |"
+done 3<<<"$points"

@@ -12,22 +12,19 @@ TCP=${TCP:-tcp:cubic}
 read -r -a EXTRA <<<"${EXTRA:-}"
 echo "| ratio | one-way delays | $TCP utilization | TCP RTT p50 / p99 (ms) | with cbr:64kbit: TCP utilization | small flow one-way p50 / p99 (ms) | bound (ms) |"
 echo "|---|---|---|---|---|---|---|"
-for ratio in 1:1 3:1 5:1 9:1; do
-  a=${ratio%:*}; b=${ratio#*:}; total=20
-  ra=$(python3 -c "print($total*$a/($a+$b))"); rb=$(python3 -c "print($total*$b/($a+$b))")
-  for delays in 5:5 5:50 5:100 50:5 100:5 20:60 100:100; do
-    da=${delays%:*}; db=${delays#*:}
-    p1="${ra}mbit,${da}ms"; p2="${rb}mbit,${db}ms"
-    read -r u rtt <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --duration $D "${EXTRA[@]}" --json | python3 -c "
+points=$("$(dirname "$0")/grid-points.sh")
+# fd 3: the bench commands inside must not read the point list.
+while read -r ratio ra da rb db <&3; do
+  p1="${ra}mbit,${da}ms"; p2="${rb}mbit,${db}ms"
+  read -r u rtt <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --duration $D "${EXTRA[@]}" --json | python3 -c "
 import json,sys; t=json.load(sys.stdin)['flows'][0]['tcp']
 print(f\"{t['utilization']:.3f} {t['rtt_ms']['p50']:.0f}/{t['rtt_ms']['p99']:.0f}\")")"
-    read -r um owd <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --traffic cbr:64kbit --duration $D "${EXTRA[@]}" --json | python3 -c "
+  read -r um owd <<<"$($B bench --path "$p1" --path "$p2" --traffic "$TCP" --traffic cbr:64kbit --duration $D "${EXTRA[@]}" --json | python3 -c "
 import json,sys; f=json.load(sys.stdin)['flows']
 print(f\"{f[0]['tcp']['utilization']:.3f} {f[1]['one_way_delay_ms']['p50']:.1f}/{f[1]['one_way_delay_ms']['p99']:.1f}\")")"
-    bound=$(( (da<db ? da : db) + 20 ))
-    p99=${owd#*/}
-    umiss=$(python3 -c "print(' ✗' if not $u >= 0.92 else '')")
-    miss=$(python3 -c "print(' ✗' if not $p99 <= $bound else '')")
-    printf "| %s | %s | %s%s | %s | %s | %s%s | %s |\n" "$ratio" "${da}/${db}ms" "$u" "$umiss" "$rtt" "$um" "$owd" "$miss" "$bound"
-  done
-done
+  bound=$(( (da<db ? da : db) + 20 ))
+  p99=${owd#*/}
+  umiss=$(python3 -c "print(' ✗' if not $u >= 0.92 else '')")
+  miss=$(python3 -c "print(' ✗' if not $p99 <= $bound else '')")
+  printf "| %s | %s | %s%s | %s | %s | %s%s | %s |\n" "$ratio" "${da}/${db}ms" "$u" "$umiss" "$rtt" "$um" "$owd" "$miss" "$bound"
+done 3<<<"$points"

@@ -206,10 +206,7 @@ impl Flows {
                     ),
                     _ => Kind::Datagrams(Source::new(spec.clone(), ideal_bps, payload_bytes)),
                 },
-                start: match *spec {
-                    TrafficSpec::Tcp { start, .. } => start,
-                    _ => Duration::ZERO,
-                },
+                start: spec.start(),
                 offered_bytes: 0,
                 delivered_bytes: 0,
                 one_way: Distribution::new(),
@@ -363,12 +360,7 @@ impl Flows {
                         }
                         Some(TcpReport {
                             cc: conns.first().map_or(String::new(), |c| {
-                                let hystart = if c.sender.uses_hystart() {
-                                    "+hystart"
-                                } else {
-                                    ""
-                                };
-                                format!("{}{hystart}", c.sender.cc().name())
+                                c.sender.cc().label(c.sender.uses_hystart())
                             }),
                             connections: conns.len() as u32,
                             mss,

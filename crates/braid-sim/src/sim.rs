@@ -313,7 +313,7 @@ pub(crate) fn traffic_specs(s: &Scenario) -> Result<Vec<(String, TrafficSpec)>, 
     }
     if let Some((text, _)) = specs
         .iter()
-        .find(|(_, t)| matches!(t, TrafficSpec::Tcp { start, .. } if *start >= s.duration))
+        .find(|(_, t)| matches!(t, TrafficSpec::Tcp { .. }) && t.start() >= s.duration)
     {
         return Err(SimError::TcpStart(text.clone(), s.duration));
     }

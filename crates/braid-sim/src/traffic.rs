@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use crate::spec::{parse_duration, parse_rate, SpecError};
-use crate::tcp::TcpCc;
+use crate::tcp::{TcpCc, HYSTART_SUFFIX};
 
 /// Most TCP connections one traffic source runs.
 pub const MAX_TCP_FLOWS: u32 = 64;
@@ -60,6 +60,14 @@ pub enum TrafficError {
 const RAMP_STEP: Duration = Duration::from_millis(200);
 
 impl TrafficSpec {
+    /// When the source starts: `@START` for TCP, zero for the others.
+    pub fn start(&self) -> Duration {
+        match self {
+            TrafficSpec::Tcp { start, .. } => *start,
+            _ => Duration::ZERO,
+        }
+    }
+
     pub fn parse(s: &str) -> Result<TrafficSpec, TrafficError> {
         let syntax = || TrafficError::Syntax(s.to_owned());
         let value = |e| TrafficError::Value(s.to_owned(), e);
@@ -78,7 +86,7 @@ impl TrafficSpec {
                 .ok_or_else(syntax)
         };
         let cc = |c: &str| {
-            let (name, hystart) = match c.strip_suffix("+hystart") {
+            let (name, hystart) = match c.strip_suffix(HYSTART_SUFFIX) {
                 Some(name) => (name, true),
                 None => (c, false),
             };
@@ -185,8 +193,7 @@ impl std::fmt::Display for TrafficSpec {
                 hystart,
                 start,
             } => {
-                let hystart = if *hystart { "+hystart" } else { "" };
-                write!(f, "tcp:{}{hystart}:{flows}", cc.name())?;
+                write!(f, "tcp:{}:{flows}", cc.label(*hystart))?;
                 if !start.is_zero() {
                     write!(f, "@{}ms", start.as_millis())?;
                 }

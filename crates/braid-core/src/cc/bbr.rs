@@ -212,7 +212,7 @@ impl Bbr {
         }
     }
 
-    /// A full-load sample in `round`. A startup that ended while the path
+    /// A full-load sample in the current round. A startup that ended while the path
     /// carried only light traffic (no full-load sample in its last three
     /// rounds) measured that traffic, not the path, and earliest-arrival,
     /// pricing the path at it, then gives it only what the others cannot
@@ -222,13 +222,13 @@ impl Bbr {
     /// A startup that ended under load is final: restarting paths that carry
     /// steady app-limited load (tried) overfilled their links' queues
     /// (BENCHMARKS.md, "Light traffic, then a transfer").
-    fn on_full_load(&mut self, round: u64) {
+    fn on_full_load(&mut self) {
         if self.mode == Mode::ProbeBw && !self.startup_loaded {
             self.mode = Mode::Startup;
             self.full_bw = 0.0;
             self.full_bw_rounds = 0;
         }
-        self.full_load_round = round;
+        self.full_load_round = self.round;
     }
 }
 
@@ -257,7 +257,7 @@ impl Controller for Bbr {
         }
         if let Some(rate) = ack.delivery_rate_bps {
             if !ack.app_limited {
-                self.on_full_load(self.round);
+                self.on_full_load();
             }
             // App-limited samples understate the path: use them only to raise.
             if !ack.app_limited || self.max_bw.get().is_none_or(|m| rate > m) {

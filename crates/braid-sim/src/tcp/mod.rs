@@ -37,7 +37,7 @@ pub mod window;
 
 pub use receiver::TcpReceiver;
 pub use sender::{Segment, TcpCounters, TcpSender};
-pub use window::TcpCc;
+pub use window::{TcpCc, HYSTART_SUFFIX};
 
 /// TCP and IP headers of a segment (no options but SACK on ACKs).
 pub const TCP_IP_HEADERS: usize = 40;

@@ -16,7 +16,17 @@ impl TcpCc {
             TcpCc::Reno => "reno",
         }
     }
+
+    /// The name as `--traffic` writes it: with [`HYSTART_SUFFIX`] when
+    /// slow start also ends by HyStart.
+    pub fn label(self, hystart: bool) -> String {
+        let suffix = if hystart { HYSTART_SUFFIX } else { "" };
+        format!("{}{suffix}", self.name())
+    }
 }
+
+/// What `--traffic tcp:CC+hystart` appends to a controller's name.
+pub const HYSTART_SUFFIX: &str = "+hystart";
 
 /// CUBIC's scaling constant C, in segments per second cubed.
 const CUBIC_C: f64 = 0.4;
