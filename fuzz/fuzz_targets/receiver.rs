@@ -35,9 +35,11 @@ fuzz_target!(|data: &[u8]| {
                     prev_gap: input.u16(),
                     flow_gap: input.u16(),
                     // The operation byte's top bit: sent express; the next
-                    // one: from a sender that re-sends its losses.
+                    // one: from a sender that re-sends its losses; the
+                    // next: sent behind lower numbers.
                     express: op >= 128,
                     resends: op & 64 != 0,
+                    behind: op & 32 != 0,
                 };
                 let len = usize::from(input_len(&mut input));
                 let mut d = Vec::new();
@@ -68,6 +70,8 @@ fuzz_target!(|data: &[u8]| {
                             // A sparse flow's packet sent ahead of the burst.
                             express: i == 0 && op >= 128,
                             resends: op & 64 != 0,
+                            // The rest of the burst sent behind a held number.
+                            behind: i > 0 && op & 32 != 0,
                         };
                         let mut d = Vec::new();
                         header.append_to(&[0; 8], &mut d);

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::path::{OwdEstimator, PathSender};
-use crate::reseq::{Delivery, FlowLink, PathGap, ReseqConfig, Resequencer};
+use crate::reseq::{Delivery, FlowLink, PathGap, ReseqConfig, Resequencer, SentAs};
 use crate::sender::Transmit;
 use crate::time::Instant;
 use crate::wire::{self, AckFrame, Frame, LossEntry, LossReport, Packet, WireError};
@@ -223,7 +223,13 @@ impl Receiver {
             payload.to_vec(),
             gap,
             flow,
-            header.express,
+            if header.express {
+                SentAs::Express
+            } else if header.behind {
+                SentAs::Behind
+            } else {
+                SentAs::InOrder
+            },
         );
         Ok(())
     }
@@ -359,6 +365,7 @@ mod tests {
             flow_gap,
             express: false,
             resends: false,
+            behind: false,
         }
     }
 

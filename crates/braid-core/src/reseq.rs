@@ -40,6 +40,15 @@
 //! number is passed like any delivered ahead, but it is no sign of a hole:
 //! it arms no timer, and a timeout never skips up to it.
 //!
+//! A packet the sender sent behind lower numbers it still held
+//! ([`SentAs::Behind`]) is no sign that they left: the sender expected
+//! them to land first, from rate estimates that may be wrong (a path
+//! whose estimate rests on light traffic sends slower than predicted).
+//! A hole that only such packets have passed waits as long as a number
+//! awaited from the sender ([`RESEND_WAIT`]); the first packet sent in
+//! order that passes it says every lower number has left the sender, and
+//! the hole timeout runs from then.
+//!
 //! A packet arriving after its number was skipped is delivered at once,
 //! marked out of order: the network delivered it and the application (an
 //! inner TCP, say) is better served by late data than by none. It is never
@@ -130,8 +139,24 @@ pub struct ReseqCounters {
 struct Held {
     payload: Vec<u8>,
     arrived: Instant,
+    /// Sent behind lower numbers the sender still held.
+    behind: bool,
     /// Its entry in `waiting`, while it waits for its flow's previous packet.
     waits_on: Option<Waiter>,
+}
+
+/// How the sender sent a packet relative to the numbers below it (the
+/// data header's type bits, see [`crate::wire`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SentAs {
+    /// From the head of the sender's window: every lower number had left
+    /// the sender (sent, or dropped and notified) before it.
+    InOrder,
+    /// Ahead of lower numbers the sender held for a path it expected to
+    /// deliver them sooner: they may still be at the sender.
+    Behind,
+    /// A sparse flow's datagram put ahead of lower numbers not sent yet.
+    Express,
 }
 
 /// Where a packet's flow's previous packet is, from the header's `flow_gap`.
@@ -243,8 +268,12 @@ pub struct Resequencer {
     /// Numbers at or above `next` already delivered: in pass-through mode,
     /// or early for their flow...
     seen_ahead: BTreeSet<u64>,
-    /// ...of which these came express: no sign of a hole.
+    /// ...of which these came express: no sign of a hole...
     express_ahead: BTreeSet<u64>,
+    /// ...and these were sent behind lower numbers (`SentAs::Behind`).
+    behind_ahead: BTreeSet<u64>,
+    /// Held packets not sent behind.
+    held_in_order: usize,
     /// Held packets waiting for their flow's previous packet; one entry per
     /// such packet, removed when it is released.
     waiting: BTreeSet<Waiter>,
@@ -252,6 +281,9 @@ pub struct Resequencer {
     /// from the moment it becomes the head of the line.
     timer: Option<Instant>,
     timer_hole: u64,
+    /// The timer waits for the sender (`resend_wait`) because only packets
+    /// sent behind have passed the hole.
+    timer_waits_sender: bool,
     expiries: u32,
     timeout: Duration,
     out: VecDeque<Delivery>,
@@ -273,9 +305,12 @@ impl Resequencer {
             arrivals: VecDeque::new(),
             seen_ahead: BTreeSet::new(),
             express_ahead: BTreeSet::new(),
+            behind_ahead: BTreeSet::new(),
+            held_in_order: 0,
             waiting: BTreeSet::new(),
             timer: None,
             timer_hole: 0,
+            timer_waits_sender: false,
             expiries: 0,
             timeout: Duration::from_millis(50),
             out: VecDeque::new(),
@@ -322,11 +357,11 @@ impl Resequencer {
         gap: Option<PathGap>,
         flow: FlowLink,
     ) {
-        self.push_marked(now, gseq, payload, gap, flow, false);
+        self.push_marked(now, gseq, payload, gap, flow, SentAs::InOrder);
     }
 
-    /// As `push`, for a packet the sender marked `express` or not (see the
-    /// module documentation).
+    /// As `push`, for a packet the sender sent as `sent` (see the module
+    /// documentation).
     pub fn push_marked(
         &mut self,
         now: Instant,
@@ -334,7 +369,7 @@ impl Resequencer {
         payload: Vec<u8>,
         gap: Option<PathGap>,
         flow: FlowLink,
-        express: bool,
+        sent: SentAs,
     ) {
         self.now = now;
         if gseq >= self.window_end() {
@@ -350,11 +385,16 @@ impl Resequencer {
         // Past the cap an express packet is taken as an ordinary one, so
         // that ordinary numbers always outnumber express ones beyond
         // `SKIP_MEMORY`.
-        let express = express && gseq != self.next && self.express_ahead.len() < MAX_EXPRESS_AHEAD;
+        let express = sent == SentAs::Express
+            && gseq != self.next
+            && self.express_ahead.len() < MAX_EXPRESS_AHEAD;
+        // Past the same cap a packet sent behind is taken as one sent in
+        // order: its hole gets the shorter timeout.
+        let behind = sent == SentAs::Behind && self.behind_ahead.len() < MAX_EXPRESS_AHEAD;
         match self.config.mode {
             ReseqMode::PassThrough => self.push_pass_through(now, gseq, payload),
             ReseqMode::Ordered if express => self.push_express_ahead(now, gseq, payload, flow),
-            ReseqMode::Ordered => self.push_ordered(now, gseq, payload, flow),
+            ReseqMode::Ordered => self.push_ordered(now, gseq, payload, flow, behind),
         }
     }
 
@@ -368,7 +408,7 @@ impl Resequencer {
             self.counters.express_unordered += 1;
         }
         self.express_ahead.insert(gseq);
-        self.deliver_early(now, gseq, payload, Duration::ZERO);
+        self.deliver_early(now, gseq, payload, Duration::ZERO, false);
         self.bound_seen_ahead(now);
         self.update_timer(now);
     }
@@ -536,13 +576,20 @@ impl Resequencer {
         }
     }
 
-    fn push_ordered(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, flow: FlowLink) {
+    fn push_ordered(
+        &mut self,
+        now: Instant,
+        gseq: u64,
+        payload: Vec<u8>,
+        flow: FlowLink,
+        behind: bool,
+    ) {
         if self.held.contains_key(&gseq) || self.seen_ahead.contains(&gseq) {
             self.counters.duplicates += 1;
             return;
         }
         if gseq != self.next && self.flow_ready(flow) {
-            self.deliver_early(now, gseq, payload, Duration::ZERO);
+            self.deliver_early(now, gseq, payload, Duration::ZERO, behind);
             self.bound_seen_ahead(now);
             self.update_timer(now);
             return;
@@ -564,11 +611,13 @@ impl Resequencer {
             }
         }
         self.held_bytes += payload.len();
+        self.held_in_order += usize::from(!behind);
         self.held.insert(
             gseq,
             Held {
                 payload,
                 arrived: now,
+                behind,
                 waits_on,
             },
         );
@@ -582,8 +631,15 @@ impl Resequencer {
 
     /// Delivers `gseq` (at or beyond `next`) ahead of global order, then
     /// the held packets of its flow that waited for it, in a chain.
-    fn deliver_early(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, held: Duration) {
-        self.emit_early(gseq, payload, held);
+    fn deliver_early(
+        &mut self,
+        now: Instant,
+        gseq: u64,
+        payload: Vec<u8>,
+        held: Duration,
+        behind: bool,
+    ) {
+        self.emit_early(gseq, payload, held, behind);
         let mut delivered = vec![gseq];
         while let Some(p) = delivered.pop() {
             while let Some(&w) = self
@@ -593,15 +649,18 @@ impl Resequencer {
             {
                 // Its number lies beyond `p`, itself at or beyond `next`.
                 let h = self.take_held(w.2).expect("every waiter is held");
-                self.emit_early(w.2, h.payload, now - h.arrived);
+                self.emit_early(w.2, h.payload, now - h.arrived, h.behind);
                 delivered.push(w.2);
             }
         }
     }
 
     /// Delivers `gseq` ahead of global order, in order for its flow.
-    fn emit_early(&mut self, gseq: u64, payload: Vec<u8>, held: Duration) {
+    fn emit_early(&mut self, gseq: u64, payload: Vec<u8>, held: Duration, behind: bool) {
         self.seen_ahead.insert(gseq);
+        if behind {
+            self.behind_ahead.insert(gseq);
+        }
         self.counters.delivered_early += 1;
         self.emit(gseq, payload, true, held);
     }
@@ -613,6 +672,7 @@ impl Resequencer {
             self.waiting.remove(&w);
         }
         self.held_bytes -= h.payload.len();
+        self.held_in_order -= usize::from(!h.behind);
         Some(h)
     }
 
@@ -627,7 +687,7 @@ impl Resequencer {
                 }
             } else {
                 let h = self.take_held(w.2).expect("every waiter is held");
-                self.deliver_early(now, w.2, h.payload, now - h.arrived);
+                self.deliver_early(now, w.2, h.payload, now - h.arrived, h.behind);
             }
         }
     }
@@ -664,6 +724,7 @@ impl Resequencer {
         while let Some(&seen) = self.seen_ahead.first().filter(|&&s| s < to) {
             self.seen_ahead.pop_first();
             self.express_ahead.remove(&seen);
+            self.behind_ahead.remove(&seen);
             self.record_skip(from, seen);
             from = seen + 1;
         }
@@ -760,19 +821,38 @@ impl Resequencer {
 
     /// Keeps one timer, for the hole at the head of the line: a new head
     /// (delivery advanced) gets a full timeout of its own.
+    /// A hole that only packets sent behind it have passed may still be
+    /// at the sender, which expected it to land first: it waits as long as
+    /// a number awaited from the sender. The first packet sent in order
+    /// past it says it has left, and the hole timeout runs from then.
     fn update_timer(&mut self, now: Instant) {
         if !self.hole_open() {
             self.timer = None;
             self.expiries = 0;
-        } else if self.timer.is_none() || self.timer_hole != self.next {
-            let wait = if self.awaits_resend(self.next) {
+            return;
+        }
+        let awaited = self.awaits_resend(self.next);
+        let passed_in_order = self.passed_in_order();
+        if self.timer.is_none() || self.timer_hole != self.next {
+            let wait = if awaited || !passed_in_order {
                 self.resend_wait()
             } else {
                 self.hole_timeout()
             };
             self.timer = Some(now + wait);
             self.timer_hole = self.next;
+            self.timer_waits_sender = !awaited && !passed_in_order;
+        } else if self.timer_waits_sender && passed_in_order && !awaited {
+            self.timer = self.timer.map(|t| t.min(now + self.hole_timeout()));
+            self.timer_waits_sender = false;
         }
+    }
+
+    /// Whether a packet sent in order is held or was delivered ahead of
+    /// the delivery point.
+    fn passed_in_order(&self) -> bool {
+        self.held_in_order > 0
+            || self.seen_ahead.len() > self.express_ahead.len() + self.behind_ahead.len()
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {

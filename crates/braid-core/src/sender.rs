@@ -14,6 +14,11 @@
 //! previous number of its flow-queue bucket (`flow_gap`), so the receiver
 //! can release one flow's datagrams without waiting for another's holes.
 //!
+//! A datagram sent on a slow path ahead of earlier ones goes out marked
+//! as sent behind them ([`wire::BEHIND_FLAG`]): the earlier ones are
+//! still here, and if the faster path sends them later than the scheduler
+//! predicted, the receiver must not give their numbers up for lost.
+//!
 //! A sparse flow's datagram (a ping, a call, a game: the flow queue serves
 //! it from its new-flows list) whose flow has nothing else in the window,
 //! and whose flow's previous datagram should have landed by the time it
@@ -884,7 +889,7 @@ impl Sender {
                         if n > 0 {
                             self.counters.sent_copies += 1;
                         }
-                        self.transmit(now, i, &q);
+                        self.transmit(now, i, &q, false);
                         self.probe_if_down(now, i);
                         self.refresh_view(i, now, head_bytes);
                     }
@@ -906,7 +911,7 @@ impl Sender {
                     let q = self.take(index);
                     self.counters.sent_behind += 1;
                     let pseq = self.paths[path].next_pseq();
-                    self.transmit(now, path, &q);
+                    self.transmit(now, path, &q, true);
                     self.probe_if_down(now, path);
                     self.refresh_view(path, now, head_bytes);
                     self.probe_down_paths(now, PathSet::one(path), &q);
@@ -934,7 +939,7 @@ impl Sender {
                 continue;
             };
             let copy = q.clone();
-            self.transmit(now, i, &copy);
+            self.transmit(now, i, &copy, false);
             self.paths[i].on_probe_sent(now);
         }
     }
@@ -946,7 +951,7 @@ impl Sender {
         for i in 0..self.paths.len() {
             let rises = self.last_gseq_on[i].is_none_or(|last| q.gseq > last);
             if self.paths[i].probe_due(now) && rises && !sent_on.contains(i) {
-                self.transmit(now, i, q);
+                self.transmit(now, i, q, false);
                 self.paths[i].on_probe_sent(now);
                 self.refresh_view(i, now, wire_bytes(q.payload.len()));
             }
@@ -985,7 +990,9 @@ impl Sender {
         q
     }
 
-    fn transmit(&mut self, now: Instant, index: usize, q: &Queued) {
+    /// Sends `q` on path `index`; `behind`: earlier numbers stay in the
+    /// window (a `SendBehind`).
+    fn transmit(&mut self, now: Instant, index: usize, q: &Queued, behind: bool) {
         let app_limited = self.queue.is_empty() && self.flows.is_empty();
         // A reinjected datagram goes below what the path carried before;
         // what follows it must still rise above the earlier ones. An
@@ -1008,6 +1015,7 @@ impl Sender {
             flow_gap: q.flow_gap,
             express: q.express,
             resends: self.config.resend_losses,
+            behind,
         };
         let mut data = Vec::with_capacity(DATA_HEADER_LEN + q.payload.len());
         header.append_to(&q.payload, &mut data);

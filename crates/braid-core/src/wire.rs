@@ -6,7 +6,8 @@
 //! ```text
 //! Data:      ver|type(1) path(1) gseq(8) pseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
 //!            (type 1, or 3 for an express datagram: see below; either
-//!            with bit 0x8 set when the sender re-sends lost datagrams)
+//!            with bit 0x8 set when the sender re-sends lost datagrams,
+//!            and with bit 0x4 when it was sent behind lower numbers)
 //! Feedback:  ver|type(1) path(1) frame...
 //!   Ack frame:        0x01 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
 //!   LossReport frame: 0x02 report_seq(4) count(1) { path(1) received(4) lost(4) } * count
@@ -31,6 +32,12 @@
 //! [`crate::sender`]): for each loss it detects, it sends the datagram
 //! again or a Skip frame naming it, so a receiver may wait for one of the
 //! two rather than give the number up at once.
+//! A data packet whose type has bit 0x4 set ([`BEHIND_FLAG`]) left while
+//! the sender still held lower numbers for a path it expected to deliver
+//! them sooner (a scheduler's `SendBehind`). Those numbers may land after
+//! it when the estimate was wrong, so the receiver waits for them longer
+//! than for a hole that a packet sent from the head of the sender's window
+//! has passed (see [`crate::reseq`]).
 //! Acks and loss reports flow from receiver to
 //! sender; Skip frames flow the other way: the sender numbers datagrams as
 //! they are queued, and tells the receiver which numbers it dropped unsent. Timestamps are microseconds of the sender's (or,
@@ -45,6 +52,18 @@ pub const GAP_SATURATED: u16 = u16::MAX;
 
 /// Set in a data packet's type nibble: the sender re-sends lost datagrams.
 pub const RESENDS_FLAG: u8 = 0x8;
+
+/// Set in a data packet's type nibble: the packet left while the sender
+/// still held lower numbers for a faster path (`SendBehind`).
+pub const BEHIND_FLAG: u8 = 0x4;
+
+/// Whether `first` is the first byte of a data packet of this version
+/// (any flags).
+pub fn is_data_first_byte(first: u8) -> bool {
+    let kind = first & 0x0f & !RESENDS_FLAG & !BEHIND_FLAG;
+    first >> 4 == VERSION
+        && (kind == PacketType::Data as u8 || kind == PacketType::DataExpress as u8)
+}
 
 /// Bytes of a data packet's header.
 pub const DATA_HEADER_LEN: usize = 22;
@@ -93,6 +112,8 @@ pub struct DataHeader {
     pub express: bool,
     /// The sender re-sends this path's lost datagrams ([`RESENDS_FLAG`]).
     pub resends: bool,
+    /// Sent while lower numbers still waited at the sender ([`BEHIND_FLAG`]).
+    pub behind: bool,
 }
 
 /// A gap between two global numbers as the wire carries it: 0 for none,
@@ -224,7 +245,8 @@ impl Packet<'_> {
         }
         let kind = first & 0x0f;
         let resends = kind & RESENDS_FLAG != 0;
-        match kind & !RESENDS_FLAG {
+        let behind = kind & BEHIND_FLAG != 0;
+        match kind & !RESENDS_FLAG & !BEHIND_FLAG {
             t if t == PacketType::Data as u8 || t == PacketType::DataExpress as u8 => {
                 // Check the whole header up front so a truncation reports its full size.
                 if buf.len() < DATA_HEADER_LEN {
@@ -242,13 +264,14 @@ impl Packet<'_> {
                     flow_gap: r.u16()?,
                     express: t == PacketType::DataExpress as u8,
                     resends,
+                    behind,
                 };
                 Ok(Packet::Data {
                     header,
                     payload: r.rest(),
                 })
             }
-            t if t == PacketType::Feedback as u8 && !resends => {
+            t if t == PacketType::Feedback as u8 && !resends && !behind => {
                 let path = r.u8()?;
                 let mut frames = Vec::new();
                 while !r.is_empty() {
@@ -302,7 +325,8 @@ impl DataHeader {
         } else {
             PacketType::Data
         };
-        let flag = if self.resends { RESENDS_FLAG } else { 0 };
+        let flag =
+            if self.resends { RESENDS_FLAG } else { 0 } | if self.behind { BEHIND_FLAG } else { 0 };
         out.extend_from_slice(&[(VERSION << 4) | kind as u8 | flag, self.path]);
         out.extend_from_slice(&self.gseq.to_be_bytes());
         out.extend_from_slice(&self.pseq.to_be_bytes());
@@ -396,6 +420,7 @@ mod tests {
             flow_gap: 0x0102,
             express: false,
             resends: false,
+            behind: false,
         }
     }
 
@@ -446,9 +471,32 @@ mod tests {
                 Ok(Packet::Data { header, .. }) if header == resends
             ));
         }
-        // The flag means nothing on feedback: rejected, as is an unused type.
+        // One sent behind lower numbers: bit 0x4, with the others.
+        for (express, resends, first) in [(false, false, 0x25), (true, true, 0x2f)] {
+            let behind = DataHeader {
+                express,
+                resends,
+                behind: true,
+                ..sample_header()
+            };
+            let mut behind_buf = Vec::new();
+            behind.append_to(b"", &mut behind_buf);
+            assert_eq!(behind_buf[0], first);
+            assert_eq!(behind_buf[1..], buf[1..]);
+            assert!(is_data_first_byte(first));
+            assert!(matches!(
+                Packet::parse(&behind_buf),
+                Ok(Packet::Data { header, .. }) if header == behind
+            ));
+        }
+        // The flags mean nothing on feedback: rejected, as is an unused type.
         assert_eq!(Packet::parse(&[0x2a, 0]), Err(WireError::PacketType(0xa)));
+        assert_eq!(Packet::parse(&[0x26, 0]), Err(WireError::PacketType(0x6)));
         assert_eq!(Packet::parse(&[0x2c, 0]), Err(WireError::PacketType(0xc)));
+        assert_eq!(Packet::parse(&[0x24, 0]), Err(WireError::PacketType(0x4)));
+        for first in [0x22, 0x26, 0x2a, 0x20, 0x24, 0x31, 0x11] {
+            assert!(!is_data_first_byte(first), "{first:#x}");
+        }
     }
 
     #[test]
@@ -508,7 +556,7 @@ mod tests {
         // Version 1 carried a 32-bit prev_gap and no flow_gap.
         assert_eq!(Packet::parse(&[0x11]), Err(WireError::Version(1)));
         assert_eq!(Packet::parse(&[0x31]), Err(WireError::Version(3)));
-        assert_eq!(Packet::parse(&[0x2f]), Err(WireError::PacketType(15)));
+        assert_eq!(Packet::parse(&[0x2e]), Err(WireError::PacketType(14)));
         let mut buf = Vec::new();
         sample_header().append_to(b"", &mut buf);
         for cut in 0..buf.len() {
@@ -545,10 +593,11 @@ mod tests {
 
         #[test]
         fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u16, flow_gap: u16,
-                            express: bool, resends: bool,
+                            express: bool, resends: bool, behind: bool,
                             payload in proptest::collection::vec(any::<u8>(), 0..100)) {
             let h = DataHeader {
                 path, gseq, pseq, send_ts_us: ts, prev_gap: gap, flow_gap, express, resends,
+                behind,
             };
             let mut buf = Vec::new();
             h.append_to(&payload, &mut buf);

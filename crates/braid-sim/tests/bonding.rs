@@ -230,3 +230,27 @@ fn a_transfer_after_light_traffic_finds_the_path_the_light_traffic_left_unused()
     let tcp = r.flows[0].tcp.as_ref().expect("a TCP flow");
     assert!(tcp.utilization > 0.3, "{}", tcp.utilization);
 }
+
+/// Two equal 100-ms paths, a transfer beside 1 Mbit/s of UDP. Both paths'
+/// estimates rest on the light flow at first (0.5-2 Mbit/s), so a number
+/// earliest-arrival holds for one path leaves it 5-30 ms later than
+/// predicted, after higher numbers sent behind it on the other path. The
+/// receiver, whose hole timeout follows the paths' equal one-way delays
+/// (3-12 ms), gave those numbers up, delivered them late, and the inner
+/// TCP took the reordering for loss: 0.09 of the ideal in 10 s, 36 late
+/// deliveries. Packets sent behind a held number now say so
+/// (`wire::BEHIND_FLAG`), and the hole they pass waits for the sender.
+#[test]
+fn numbers_held_for_a_path_are_not_given_up_because_later_ones_went_on_another() {
+    let mut s = scenario(
+        &["10mbit,100ms", "10mbit,100ms"],
+        "earliest-arrival",
+        "tcp:cubic",
+        10,
+    );
+    s.more_traffic = vec![TrafficSpec::parse("cbr:1mbit").unwrap()];
+    let r = run(&s).unwrap();
+    assert!(r.reseq.delivered_late < 5, "{:?}", r.reseq);
+    let tcp = r.flows[0].tcp.as_ref().expect("a TCP flow");
+    assert!(tcp.utilization > 0.5, "{}", tcp.utilization);
+}

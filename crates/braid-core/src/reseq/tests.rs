@@ -1025,6 +1025,8 @@ proptest! {
             prop_assert!(r.waiting.iter().all(|w| r.held.get(&w.2).is_some_and(|h| h.waits_on == Some(*w))));
             prop_assert!(r.seen_ahead.iter().all(|&g| g >= r.next && !r.held.contains_key(&g)));
             prop_assert!(r.express_ahead.iter().all(|g| r.seen_ahead.contains(g)));
+            prop_assert!(r.behind_ahead.iter().all(|g| r.seen_ahead.contains(g) && !r.express_ahead.contains(g)));
+            prop_assert_eq!(r.held_in_order, r.held.values().filter(|h| !h.behind).count());
             Ok(())
         };
         for (g, gap, kind, dt) in ops {
@@ -1032,7 +1034,8 @@ proptest! {
             match kind {
                 0 => r.skip(at(now), g, u32::from(gap % 8)),
                 1 => r.handle_timeout(at(now)),
-                7 => r.push_marked(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap), true),
+                6 => r.push_marked(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap), SentAs::Behind),
+                7 => r.push_marked(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap), SentAs::Express),
                 _ => r.push(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap)),
             }
             check(&mut r)?;
@@ -1159,7 +1162,7 @@ fn an_express_packet_goes_at_once_and_is_no_sign_of_a_hole() {
     r.set_timeout(ms(10));
     r.push(at(0), 0, vec![], None, FlowLink::First);
     // 1..10 are still at the sender; 10 came ahead of them.
-    r.push_marked(at(1), 10, vec![], None, FlowLink::First, true);
+    r.push_marked(at(1), 10, vec![], None, FlowLink::First, SentAs::Express);
     assert_eq!(gseqs(&drain(&mut r)), vec![0, 10]);
     assert_eq!(r.poll_timeout(), None, "no hole is open");
     // A real hole: 2 arrives, 1 does not. Three expiries give up on what
@@ -1191,17 +1194,17 @@ fn an_express_packet_goes_at_once_and_is_no_sign_of_a_hole() {
 #[test]
 fn an_express_packet_before_its_flows_previous_one_goes_and_is_counted() {
     let mut r = Resequencer::new(ReseqConfig::default());
-    r.push_marked(at(0), 5, vec![], None, FlowLink::After(3), true);
-    r.push_marked(at(0), 8, vec![], None, FlowLink::After(5), true);
-    r.push_marked(at(0), 9, vec![], None, FlowLink::First, true);
+    r.push_marked(at(0), 5, vec![], None, FlowLink::After(3), SentAs::Express);
+    r.push_marked(at(0), 8, vec![], None, FlowLink::After(5), SentAs::Express);
+    r.push_marked(at(0), 9, vec![], None, FlowLink::First, SentAs::Express);
     assert_eq!(gseqs(&drain(&mut r)), vec![5, 8, 9]);
     // Only 5 passed its flow's previous packet.
     assert_eq!(r.counters.express_unordered, 1);
     // A second copy is a duplicate.
-    r.push_marked(at(0), 8, vec![], None, FlowLink::After(5), true);
+    r.push_marked(at(0), 8, vec![], None, FlowLink::After(5), SentAs::Express);
     assert_eq!(r.counters.duplicates, 1);
     // At the delivery point it is an ordinary packet.
-    r.push_marked(at(0), 0, vec![], None, FlowLink::Unknown, true);
+    r.push_marked(at(0), 0, vec![], None, FlowLink::Unknown, SentAs::Express);
     assert_eq!(gseqs(&drain(&mut r)), vec![0]);
     assert!(!r.express_ahead.contains(&0));
 }
@@ -1211,15 +1214,70 @@ fn express_numbers_ahead_are_capped_and_then_count_as_ordinary() {
     let mut r = Resequencer::new(ReseqConfig::default());
     r.set_timeout(ms(10));
     for g in 1..=MAX_EXPRESS_AHEAD as u64 {
-        r.push_marked(at(0), g, vec![], None, FlowLink::First, true);
+        r.push_marked(at(0), g, vec![], None, FlowLink::First, SentAs::Express);
     }
     assert_eq!(r.express_ahead.len(), MAX_EXPRESS_AHEAD);
     assert_eq!(r.poll_timeout(), None);
     // One more is ordinary: delivered ahead for its flow, and a sign of
     // the hole at 0.
     let next = MAX_EXPRESS_AHEAD as u64 + 1;
-    r.push_marked(at(0), next, vec![], None, FlowLink::First, true);
+    r.push_marked(at(0), next, vec![], None, FlowLink::First, SentAs::Express);
     assert_eq!(r.express_ahead.len(), MAX_EXPRESS_AHEAD);
     assert_eq!(r.poll_timeout(), Some(at(10)));
     assert_eq!(drain(&mut r).len(), MAX_EXPRESS_AHEAD + 1);
+}
+
+/// A packet sent behind a number the sender still held (`SentAs::Behind`).
+fn push_behind(r: &mut Resequencer, t: u64, g: u64, flow: FlowLink) {
+    r.push_marked(at(t), g, vec![g as u8], None, flow, SentAs::Behind);
+}
+
+#[test]
+fn a_hole_only_packets_sent_behind_it_passed_waits_for_the_sender() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(5));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    // 2 and 3 left while 1 waited at the sender for a faster path, which
+    // sent it 30 ms late: six hole timeouts, and no skip.
+    push_behind(&mut r, 1, 2, FlowLink::Unknown);
+    push_behind(&mut r, 2, 3, FlowLink::Unknown);
+    assert_eq!(r.poll_timeout(), Some(at(1) + RESEND_WAIT));
+    r.handle_timeout(at(31));
+    r.push(at(31), 1, vec![1], None, FlowLink::Unknown);
+    assert_eq!(gseqs(&drain(&mut r)), [0, 1, 2, 3]);
+    assert_eq!((r.counters.skipped, r.counters.timeouts), (0, 0));
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn a_packet_sent_in_order_past_the_hole_starts_the_hole_timeout() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(5));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    push_behind(&mut r, 1, 2, FlowLink::Unknown);
+    // 3 left from the head of the sender's window: 1 had left before it.
+    r.push(at(20), 3, vec![3], None, FlowLink::Unknown);
+    assert_eq!(r.poll_timeout(), Some(at(25)));
+    // Another packet sent behind does not stretch it again.
+    push_behind(&mut r, 22, 4, FlowLink::Unknown);
+    assert_eq!(r.poll_timeout(), Some(at(25)));
+    r.handle_timeout(at(25));
+    assert_eq!(gseqs(&drain(&mut r)), [0, 2, 3, 4]);
+    assert_eq!((r.counters.skipped, r.counters.timeouts), (1, 1));
+}
+
+#[test]
+fn a_packet_sent_behind_and_delivered_early_still_leaves_the_hole_to_the_sender() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(5));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    // Another flow's first packet goes out at once, ahead of hole 1...
+    push_behind(&mut r, 1, 2, FlowLink::First);
+    assert_eq!(gseqs(&drain(&mut r)), [0, 2]);
+    // ...and the hole waits for the sender, not the hole timeout.
+    assert_eq!(r.poll_timeout(), Some(at(1) + RESEND_WAIT));
+    // The same flow's next packet sent in order: the hole timeout runs.
+    r.push(at(10), 3, vec![3], None, FlowLink::After(2));
+    assert_eq!(gseqs(&drain(&mut r)), [3]);
+    assert_eq!(r.poll_timeout(), Some(at(15)));
 }

@@ -25,12 +25,7 @@ pub(crate) const STREAM: u8 = 0xC4;
 pub(crate) const STREAM_HEADER_LEN: usize = 2;
 pub(crate) const PROBE_LEN: usize = 6;
 pub(crate) const BUNDLE_HEADER_LEN: usize = 4;
-const WIRE_DATA: u8 = (crate::wire::VERSION << 4) | 1;
 const WIRE_FEEDBACK: u8 = (crate::wire::VERSION << 4) | 2;
-const WIRE_DATA_EXPRESS: u8 = (crate::wire::VERSION << 4) | 3;
-/// The same two from a sender that re-sends its losses.
-const WIRE_DATA_RESENDS: u8 = WIRE_DATA | crate::wire::RESENDS_FLAG;
-const WIRE_DATA_EXPRESS_RESENDS: u8 = WIRE_DATA_EXPRESS | crate::wire::RESENDS_FLAG;
 
 /// One plaintext message, borrowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,9 +73,7 @@ pub(crate) fn parse(plain: &[u8]) -> Result<(u8, Inner<'_>, Option<Inner<'_>>), 
 
 fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
     match msg.first() {
-        Some(&WIRE_DATA | &WIRE_DATA_EXPRESS | &WIRE_DATA_RESENDS | &WIRE_DATA_EXPRESS_RESENDS) => {
-            Ok(Inner::Data(msg))
-        }
+        Some(&first) if crate::wire::is_data_first_byte(first) => Ok(Inner::Data(msg)),
         Some(&WIRE_FEEDBACK) => match msg.get(2) {
             Some(3) => Ok(Inner::Skips(msg)),
             _ => Ok(Inner::Feedback(msg)),
@@ -137,6 +130,8 @@ mod tests {
         b
     }
 
+    const WIRE_DATA_TEST: u8 = (crate::wire::VERSION << 4) | 1;
+
     #[test]
     fn probes_and_bundles_round_trip() {
         assert_eq!(parse(&probe(PROBE, 2, 9)), Ok((2, Inner::Probe(9), None)));
@@ -144,15 +139,17 @@ mod tests {
             parse(&probe(PROBE_ACK, 1, 7)),
             Ok((1, Inner::ProbeAck(7), None))
         );
-        for kind in [
-            WIRE_DATA_EXPRESS,
-            WIRE_DATA_RESENDS,
-            WIRE_DATA_EXPRESS_RESENDS,
-        ] {
+        // Data of every kind and flag (express, re-sends, sent behind).
+        for kind in 0x21..=0x2f {
             let data = [kind, 1, 0, 0];
-            assert_eq!(parse(&data), Ok((1, Inner::Data(&data), None)));
+            let parsed = parse(&data);
+            if crate::wire::is_data_first_byte(kind) {
+                assert_eq!(parsed, Ok((1, Inner::Data(&data), None)));
+            } else {
+                assert_ne!(parsed, Ok((1, Inner::Data(&data), None)), "{kind:#x}");
+            }
         }
-        let data = [WIRE_DATA, 1, 0, 0];
+        let data = [WIRE_DATA_TEST, 1, 0, 0];
         let fb = [WIRE_FEEDBACK, 1, 1];
         let mut b = vec![0u8; 64];
         let n = emit_bundle(1, &fb, &data, &mut b);
@@ -181,7 +178,7 @@ mod tests {
         assert_eq!(parse(&[PROBE]), Err(Malformed));
         assert_eq!(parse(&probe(PROBE, 0, 1)[..5]), Err(Malformed));
         assert_eq!(parse(&[0x99, 0, 0, 0, 0, 0]), Err(Malformed));
-        let data = [WIRE_DATA, 1, 0];
+        let data = [WIRE_DATA_TEST, 1, 0];
         let mut b = vec![0u8; 64];
         let n = emit_bundle(1, &data, &data, &mut b);
         assert!(parse(&b[..n]).is_ok());
@@ -192,7 +189,7 @@ mod tests {
         // Header cut short.
         assert_eq!(parse(&b[..3]), Err(Malformed));
         // A part for another path.
-        let other = [WIRE_DATA, 2, 0];
+        let other = [WIRE_DATA_TEST, 2, 0];
         let n2 = emit_bundle(1, &data, &other, &mut b);
         assert_eq!(parse(&b[..n2]), Err(Malformed));
         // A nested bundle.
