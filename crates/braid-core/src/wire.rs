@@ -57,12 +57,18 @@ pub const RESENDS_FLAG: u8 = 0x8;
 /// still held lower numbers for a faster path (`SendBehind`).
 pub const BEHIND_FLAG: u8 = 0x4;
 
+/// The flag bits a data packet's type nibble may carry.
+const DATA_FLAGS: u8 = RESENDS_FLAG | BEHIND_FLAG;
+
+/// Whether a type nibble, flags cleared, is one of a data packet.
+fn is_data_type(t: u8) -> bool {
+    t == PacketType::Data as u8 || t == PacketType::DataExpress as u8
+}
+
 /// Whether `first` is the first byte of a data packet of this version
 /// (any flags).
 pub fn is_data_first_byte(first: u8) -> bool {
-    let kind = first & 0x0f & !RESENDS_FLAG & !BEHIND_FLAG;
-    first >> 4 == VERSION
-        && (kind == PacketType::Data as u8 || kind == PacketType::DataExpress as u8)
+    first >> 4 == VERSION && is_data_type(first & 0x0f & !DATA_FLAGS)
 }
 
 /// Bytes of a data packet's header.
@@ -246,8 +252,8 @@ impl Packet<'_> {
         let kind = first & 0x0f;
         let resends = kind & RESENDS_FLAG != 0;
         let behind = kind & BEHIND_FLAG != 0;
-        match kind & !RESENDS_FLAG & !BEHIND_FLAG {
-            t if t == PacketType::Data as u8 || t == PacketType::DataExpress as u8 => {
+        match kind & !DATA_FLAGS {
+            t if is_data_type(t) => {
                 // Check the whole header up front so a truncation reports its full size.
                 if buf.len() < DATA_HEADER_LEN {
                     return Err(WireError::Truncated {
@@ -271,7 +277,7 @@ impl Packet<'_> {
                     payload: r.rest(),
                 })
             }
-            t if t == PacketType::Feedback as u8 && !resends && !behind => {
+            t if t == PacketType::Feedback as u8 && kind & DATA_FLAGS == 0 => {
                 let path = r.u8()?;
                 let mut frames = Vec::new();
                 while !r.is_empty() {
@@ -455,38 +461,28 @@ mod tests {
         express.append_to(b"", &mut express_buf);
         assert_eq!(express_buf[0], 0x23);
         assert_eq!(express_buf[1..], buf[1..]);
-        // So does one from a sender that re-sends its losses: bit 0x8.
-        for (express, first) in [(false, 0x29), (true, 0x2b)] {
-            let resends = DataHeader {
-                express,
-                resends: true,
-                ..sample_header()
-            };
-            let mut resends_buf = Vec::new();
-            resends.append_to(b"", &mut resends_buf);
-            assert_eq!(resends_buf[0], first);
-            assert_eq!(resends_buf[1..], buf[1..]);
-            assert!(matches!(
-                Packet::parse(&resends_buf),
-                Ok(Packet::Data { header, .. }) if header == resends
-            ));
-        }
-        // One sent behind lower numbers: bit 0x4, with the others.
-        for (express, resends, first) in [(false, false, 0x25), (true, true, 0x2f)] {
-            let behind = DataHeader {
+        // So does one from a sender that re-sends its losses (bit 0x8),
+        // and one sent behind lower numbers (bit 0x4), with the others.
+        for (express, resends, behind, first) in [
+            (false, true, false, 0x29),
+            (true, true, false, 0x2b),
+            (false, false, true, 0x25),
+            (true, true, true, 0x2f),
+        ] {
+            let flagged = DataHeader {
                 express,
                 resends,
-                behind: true,
+                behind,
                 ..sample_header()
             };
-            let mut behind_buf = Vec::new();
-            behind.append_to(b"", &mut behind_buf);
-            assert_eq!(behind_buf[0], first);
-            assert_eq!(behind_buf[1..], buf[1..]);
+            let mut flagged_buf = Vec::new();
+            flagged.append_to(b"", &mut flagged_buf);
+            assert_eq!(flagged_buf[0], first);
+            assert_eq!(flagged_buf[1..], buf[1..]);
             assert!(is_data_first_byte(first));
             assert!(matches!(
-                Packet::parse(&behind_buf),
-                Ok(Packet::Data { header, .. }) if header == behind
+                Packet::parse(&flagged_buf),
+                Ok(Packet::Data { header, .. }) if header == flagged
             ));
         }
         // The flags mean nothing on feedback: rejected, as is an unused type.

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use braid_core::sched::NAMES;
+use braid_sim::metrics::Report;
 use braid_sim::sim::{run, Scenario};
 use braid_sim::spec::PathSpec;
 use braid_sim::traffic::TrafficSpec;
@@ -208,6 +209,13 @@ fn a_tcp_flow_that_starts_later_sends_from_then_and_is_measured_from_then() {
     assert!(tcp.utilization <= 1.0, "{}", tcp.utilization);
 }
 
+/// `tcp` with 1 Mbit/s of UDP from time zero, earliest-arrival, `secs` long.
+fn tcp_beside_1mbit_of_udp(paths: &[&str], tcp: &str, secs: u64) -> Report {
+    let mut s = scenario(paths, "earliest-arrival", tcp, secs);
+    s.more_traffic = vec![TrafficSpec::parse("cbr:1mbit").unwrap()];
+    run(&s).unwrap()
+}
+
 /// A transfer that begins after light traffic (1 Mbit/s for 3 s) on
 /// 18 Mbit/s at 50 ms + 2 Mbit/s at 5 ms. The light traffic went over the
 /// short path and gave the big one an estimate of about 0.5 Mbit/s, and
@@ -217,14 +225,7 @@ fn a_tcp_flow_that_starts_later_sends_from_then_and_is_measured_from_then() {
 /// startup (`cc::bbr`), and the big path is found.
 #[test]
 fn a_transfer_after_light_traffic_finds_the_path_the_light_traffic_left_unused() {
-    let mut s = scenario(
-        &["18mbit,50ms", "2mbit,5ms"],
-        "earliest-arrival",
-        "tcp:cubic@3s",
-        13,
-    );
-    s.more_traffic = vec![TrafficSpec::parse("cbr:1mbit").unwrap()];
-    let r = run(&s).unwrap();
+    let r = tcp_beside_1mbit_of_udp(&["18mbit,50ms", "2mbit,5ms"], "tcp:cubic@3s", 13);
     let big = &r.paths[0];
     assert!(big.utilization > 0.2, "{:?}", r.paths);
     let tcp = r.flows[0].tcp.as_ref().expect("a TCP flow");
@@ -242,14 +243,7 @@ fn a_transfer_after_light_traffic_finds_the_path_the_light_traffic_left_unused()
 /// (`wire::BEHIND_FLAG`), and the hole they pass waits for the sender.
 #[test]
 fn numbers_held_for_a_path_are_not_given_up_because_later_ones_went_on_another() {
-    let mut s = scenario(
-        &["10mbit,100ms", "10mbit,100ms"],
-        "earliest-arrival",
-        "tcp:cubic",
-        10,
-    );
-    s.more_traffic = vec![TrafficSpec::parse("cbr:1mbit").unwrap()];
-    let r = run(&s).unwrap();
+    let r = tcp_beside_1mbit_of_udp(&["10mbit,100ms", "10mbit,100ms"], "tcp:cubic", 10);
     assert!(r.reseq.delivered_late < 5, "{:?}", r.reseq);
     let tcp = r.flows[0].tcp.as_ref().expect("a TCP flow");
     assert!(tcp.utilization > 0.5, "{}", tcp.utilization);
