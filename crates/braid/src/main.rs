@@ -87,6 +87,17 @@ fn exit_quietly_on_closed_pipe() {
     }
 }
 
+/// Makes a write to a closed pipe an error (EPIPE) again instead of the
+/// end of the process: for `braid recv --stdout`, whose sender must be told
+/// that its data has nowhere to go.
+pub(crate) fn fail_on_closed_pipe() {
+    // SAFETY: called before the subcommand starts any thread; SIG_IGN is a
+    // valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
 fn main() -> ExitCode {
     exit_quietly_on_closed_pipe();
     let cli = Cli::parse();

@@ -481,6 +481,51 @@ fn a_receiver_that_stops_taking_data_is_given_up_by_the_sender() {
 }
 
 #[test]
+fn a_receiver_whose_standard_output_closes_stops_and_tells_the_sender() {
+    let dir = Scratch::new("closedout");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    random_file(&dir.path("big.bin"), 32 << 20, 3);
+    let (mut recv, addr, recv_err) = start_recv(&["--stdout"], &recv_key, &send_pub);
+    // A reader that takes a little and goes away (`| head -c`, a failed
+    // `| tar x`).
+    let mut recv_out = recv.child().stdout.take().unwrap();
+    let mut first = [0u8; 1000];
+    let started = Instant::now();
+    let sender = Running(Some(
+        braid(&[
+            "send",
+            dir.path("big.bin").to_str().unwrap(),
+            "--to",
+            &addr,
+            "--via",
+            "127.0.0.1",
+            "--key",
+            send_key.to_str().unwrap(),
+            "--peer",
+            &recv_pub,
+        ])
+        .spawn()
+        .unwrap(),
+    ));
+    recv_out.read_exact(&mut first).unwrap();
+    drop(recv_out);
+    let (rcode, _, _) = recv.finish();
+    let rerr = rest(recv_err);
+    assert_eq!(rcode, 1, "{rerr}");
+    assert!(rerr.contains("standard output was closed"), "{rerr}");
+    let (code, _, stderr) = sender.finish();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("aborted by the peer"), "{stderr}");
+    // Told at once, not after the sender's 15-s silence timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn bad_arguments_exit_2_with_one_line() {
     let dir = Scratch::new("badargs");
     let (key_path, public) = key(&dir, "k.key", 1);

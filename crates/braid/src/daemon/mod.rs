@@ -61,13 +61,18 @@ pub(crate) fn os_seed() -> [u8; 32] {
     seed
 }
 
-/// Logs to stderr; `RUST_LOG` overrides the default level (info).
+/// Logs to stderr; `RUST_LOG` overrides the default level (info). Colours
+/// only on a terminal (a journal or a log file gets plain text) and never
+/// with `NO_COLOR` set.
 pub fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && !no_color)
         .try_init();
 }
 

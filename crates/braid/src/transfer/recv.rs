@@ -120,6 +120,9 @@ struct Receiver {
 }
 
 pub fn run(args: &RecvArgs) -> Result<(), Failure> {
+    if args.stdout {
+        crate::fail_on_closed_pipe();
+    }
     let local = StaticKeypair::from_private(super::load_private_key(&args.common.key)?);
     let peers = args
         .peers
@@ -247,6 +250,9 @@ impl Receiver {
     fn state(&mut self, now: Instant, timeout: Duration) -> State {
         if let Some(msg) = &self.failure {
             return State::Failed(msg.clone());
+        }
+        if let Some(why) = self.stdout.as_ref().and_then(|w| w.broken()) {
+            return State::Failed(why.to_owned());
         }
         if let Some(done) = self.done_at {
             let acked =

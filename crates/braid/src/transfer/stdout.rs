@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, OnceLock};
 
 /// Bytes handed to the writer thread and not yet written, past which the
 /// receiver stops reading from the connection.
@@ -20,6 +20,10 @@ enum Message {
 pub struct StdoutWriter {
     tx: mpsc::Sender<Message>,
     backlog: Arc<AtomicUsize>,
+    /// The first write error (a reader that went away: `| head`, a failed
+    /// `| tar x`), set by the writer thread. Nothing more can reach the
+    /// reader, so the transfer stops at once rather than at the file's end.
+    broken: Arc<OnceLock<String>>,
 }
 
 impl StdoutWriter {
@@ -27,6 +31,8 @@ impl StdoutWriter {
         let (tx, rx) = mpsc::channel::<Message>();
         let backlog = Arc::new(AtomicUsize::new(0));
         let counter = backlog.clone();
+        let broken = Arc::new(OnceLock::new());
+        let broken_seen = broken.clone();
         std::thread::spawn(move || {
             let mut out = std::io::stdout().lock();
             let mut error = None;
@@ -35,6 +41,9 @@ impl StdoutWriter {
                     Message::Data(data) => {
                         if error.is_none() {
                             error = out.write_all(&data).err();
+                            if let Some(e) = &error {
+                                let _ = broken_seen.set(describe(e));
+                            }
                         }
                         counter.fetch_sub(data.len(), Ordering::AcqRel);
                     }
@@ -48,7 +57,16 @@ impl StdoutWriter {
                 }
             }
         });
-        StdoutWriter { tx, backlog }
+        StdoutWriter {
+            tx,
+            backlog,
+            broken,
+        }
+    }
+
+    /// Why standard output can take nothing more, once a write failed.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.get().map(String::as_str)
     }
 
     /// Whether the receiver may read more from the connection.
@@ -57,6 +75,9 @@ impl StdoutWriter {
     }
 
     pub fn write(&self, data: &[u8]) -> Result<(), String> {
+        if let Some(why) = self.broken() {
+            return Err(why.to_owned());
+        }
         self.backlog.fetch_add(data.len(), Ordering::AcqRel);
         self.tx
             .send(Message::Data(data.to_vec()))
@@ -72,6 +93,14 @@ impl StdoutWriter {
         result
             .recv()
             .map_err(|_| "the standard output writer stopped".to_owned())?
-            .map_err(|e| format!("cannot write to standard output: {e}"))
+            .map_err(|e| describe(&e))
+    }
+}
+
+fn describe(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        "standard output was closed (its reader went away)".to_owned()
+    } else {
+        format!("cannot write to standard output: {e}")
     }
 }
