@@ -42,6 +42,8 @@ pub enum TunError {
         addr: String,
         source: io::Error,
     },
+    #[error("an interface named {0:?} exists and is not a TUN device braid may take: choose another name")]
+    NameTaken(String),
     #[error("TUN device {name:?}: {source}")]
     Io { name: String, source: io::Error },
 }

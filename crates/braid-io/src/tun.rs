@@ -111,6 +111,11 @@ fn classify(name: &str, e: io::Error) -> TunError {
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => TunError::NotPermitted(name.to_owned()),
         Some(libc::ENOENT) | Some(libc::ENODEV) => TunError::NoTunDevice,
+        Some(libc::EINVAL) | Some(libc::EBUSY)
+            if Path::new("/sys/class/net").join(name).exists() =>
+        {
+            TunError::NameTaken(name.to_owned())
+        }
         _ => TunError::Io {
             name: name.to_owned(),
             source: e,

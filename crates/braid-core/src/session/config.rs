@@ -16,6 +16,11 @@ pub const MAX_SESSION_PATHS: usize = 16;
 /// bonding data header (22) and the transport header and tag (9 + 16).
 pub const SESSION_OVERHEAD: usize = DATA_HEADER_LEN + TRANSPORT_OVERHEAD;
 
+/// Smallest and largest tunnel MTU a session takes: IPv4's minimum
+/// datagram, and the largest datagram the bonding sender carries.
+pub const MIN_TUNNEL_MTU: usize = 576;
+pub const MAX_TUNNEL_MTU: usize = crate::sender::MAX_DATAGRAM;
+
 /// Largest inner packet that fits a path MTU of `path_mtu` bytes, with the
 /// outer IPv4 (20) or IPv6 (40) and UDP (8) headers.
 pub const fn tunnel_mtu(path_mtu: usize, ipv6_paths: bool) -> usize {
@@ -176,6 +181,6 @@ pub enum ConfigError {
     Scheduler(String),
     #[error("peer {0:?} listed twice")]
     DuplicatePeer(PublicKey),
-    #[error("tunnel MTU {0} is outside 576..=65000")]
+    #[error("tunnel MTU {0} is outside {MIN_TUNNEL_MTU}..={MAX_TUNNEL_MTU}")]
     TunnelMtu(usize),
 }

@@ -47,7 +47,7 @@ mod tests;
 
 pub use config::{
     tunnel_mtu, ClientConfig, ConfigError, EndpointConfig, PathConfig, PathRole, PeerConfig,
-    SessionConfig, MAX_SESSION_PATHS, SESSION_OVERHEAD,
+    SessionConfig, MAX_SESSION_PATHS, MAX_TUNNEL_MTU, MIN_TUNNEL_MTU, SESSION_OVERHEAD,
 };
 pub use endpoint::{Endpoint, EndpointStats, PeerId};
 pub use event::{Event, PathDownReason};
@@ -291,7 +291,7 @@ fn check_config(config: &SessionConfig, paths: usize) -> Result<(), ConfigError>
     if paths > MAX_SESSION_PATHS {
         return Err(ConfigError::TooManyPaths(paths));
     }
-    if !(576..=sender::MAX_DATAGRAM).contains(&config.tunnel_mtu) {
+    if !(MIN_TUNNEL_MTU..=MAX_TUNNEL_MTU).contains(&config.tunnel_mtu) {
         return Err(ConfigError::TunnelMtu(config.tunnel_mtu));
     }
     Ok(())

@@ -27,7 +27,7 @@ pub struct ClientConfig {
     pub routing: Routing,
     #[serde(rename = "path")]
     pub paths: Vec<Spanned<PathConfig>>,
-    pub control_socket: Option<PathBuf>,
+    pub control_socket: Option<Spanned<PathBuf>>,
     /// Where data caps keep each path's usage across restarts (default:
     /// /var/lib/braid/<config file stem>.usage.json).
     pub usage_file: Option<PathBuf>,
@@ -41,7 +41,7 @@ pub struct ServerEndpoint {
     /// The server's static public key (base64, `braid pubkey`).
     pub public_key: Key<PublicKey>,
     /// The server's UDP address, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`).
-    pub endpoint: SocketAddr,
+    pub endpoint: Spanned<SocketAddr>,
     /// An optional pre-shared key (base64), mixed into the handshake.
     pub preshared_key: Option<Key<PresharedKey>>,
 }
@@ -135,8 +135,8 @@ impl ClientConfig {
 
     pub fn control_socket(&self) -> PathBuf {
         self.control_socket
-            .clone()
-            .unwrap_or_else(|| DEFAULT_CONTROL_SOCKET.into())
+            .as_ref()
+            .map_or_else(|| DEFAULT_CONTROL_SOCKET.into(), |s| s.get_ref().clone())
     }
 }
 
@@ -150,6 +150,8 @@ impl Validate for ClientConfig {
             ));
         }
         self.tunnel.validate()?;
+        check_endpoint(&self.server.endpoint)?;
+        super::check_control_socket(self.control_socket.as_ref())?;
         let route_all = self.routing.route_all.as_ref();
         if let Some(all) = route_all.filter(|all| *all.get_ref()) {
             if !self.routing.prefixes.is_empty() {
@@ -179,13 +181,15 @@ impl Validate for ClientConfig {
                         "a path needs an interface or a source address",
                     ))
                 }
-                (None, Some(source)) if source.is_ipv4() != self.server.endpoint.is_ipv4() => {
+                (None, Some(source))
+                    if source.is_ipv4() != self.server.endpoint.get_ref().is_ipv4() =>
+                {
                     return Err(Invalid::new(
                         span,
                         "source",
                         format!(
                             "source {source} and server endpoint {} are of different IP families",
-                            self.server.endpoint
+                            self.server.endpoint.get_ref()
                         ),
                     ))
                 }
@@ -212,4 +216,23 @@ impl Validate for ClientConfig {
         }
         Ok(())
     }
+}
+
+/// The server's address must be one a datagram can be sent to.
+fn check_endpoint(endpoint: &Spanned<SocketAddr>) -> Result<(), Invalid> {
+    let addr = endpoint.get_ref();
+    let problem = if addr.port() == 0 {
+        "port 0 is not a server's port"
+    } else if addr.ip().is_unspecified() {
+        "an unspecified address (0.0.0.0 or ::) is not a server's address"
+    } else if addr.ip().is_multicast() {
+        "a multicast address is not a server's address"
+    } else {
+        return Ok(());
+    };
+    Err(Invalid::new(
+        endpoint.span(),
+        "endpoint",
+        format!("{addr}: {problem}"),
+    ))
 }

@@ -35,6 +35,23 @@ pub struct Invalid {
     pub message: String,
 }
 
+/// A control socket must name a file: `braid status` finds the daemon
+/// there.
+fn check_control_socket(socket: Option<&toml::Spanned<std::path::PathBuf>>) -> Result<(), Invalid> {
+    let Some(socket) = socket else {
+        return Ok(());
+    };
+    let path = socket.get_ref();
+    if path.file_name().is_none() || path.as_os_str().to_string_lossy().ends_with('/') {
+        return Err(Invalid::new(
+            socket.span(),
+            "control_socket",
+            format!("{:?} names no file: give the path of the socket file", path),
+        ));
+    }
+    Ok(())
+}
+
 /// Reads and checks the config in `path`.
 pub fn load<T: DeserializeOwned + Validate>(path: &Path) -> Result<T, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;

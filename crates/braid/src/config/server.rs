@@ -26,7 +26,7 @@ pub struct ServerConfig {
     pub tunnel: TunnelConfig,
     /// Masquerade the tunnel's traffic out of an uplink (nftables).
     pub nat: Option<Nat>,
-    pub control_socket: Option<PathBuf>,
+    pub control_socket: Option<Spanned<PathBuf>>,
     /// Serve Prometheus metrics on this TCP address.
     pub metrics: Option<SocketAddr>,
     #[serde(rename = "peer", default)]
@@ -57,8 +57,8 @@ pub struct PeerConfig {
 impl ServerConfig {
     pub fn control_socket(&self) -> PathBuf {
         self.control_socket
-            .clone()
-            .unwrap_or_else(|| DEFAULT_CONTROL_SOCKET.into())
+            .as_ref()
+            .map_or_else(|| DEFAULT_CONTROL_SOCKET.into(), |s| s.get_ref().clone())
     }
 }
 
@@ -72,6 +72,7 @@ impl Validate for ServerConfig {
             ));
         }
         self.tunnel.validate()?;
+        super::check_control_socket(self.control_socket.as_ref())?;
         let mut seen: Vec<&IpNet> = Vec::new();
         let mut keys: Vec<&PublicKey> = Vec::new();
         for peer in &self.peers {

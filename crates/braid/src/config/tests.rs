@@ -41,7 +41,10 @@ fn the_examples_parse() {
     assert_eq!(lte.display_name(), "lte");
     assert_eq!(lte.role, Role::Overflow);
     assert_eq!(lte.cost_weight.as_ref().map(|w| *w.get_ref()), Some(0.5));
-    assert_eq!(client.server.endpoint, "203.0.113.1:51820".parse().unwrap());
+    assert_eq!(
+        *client.server.endpoint.get_ref(),
+        "203.0.113.1:51820".parse().unwrap()
+    );
 
     let server: ServerConfig = load(&example("server.toml")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(server.listen.get_ref().len(), 2);
@@ -89,7 +92,7 @@ fn resending_losses_can_be_switched_off_and_a_bad_value_is_named() {
 #[test]
 fn a_minimal_client_gets_defaults() {
     let c: ClientConfig = parse(Path::new("c.toml"), CLIENT).unwrap();
-    assert_eq!(c.tunnel.name, "braid0");
+    assert_eq!(c.tunnel.name.get_ref(), "braid0");
     assert!(c.tunnel.resend_losses);
     assert_eq!(c.paths[0].get_ref().role, Role::Primary);
     assert_eq!(c.routing.table, client::DEFAULT_TABLE);
@@ -194,6 +197,69 @@ fn rules_across_fields_name_their_line() {
 
     let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"", "ipv4 = \"fd77::2/64\"");
     assert!(client_err(&text).starts_with("c.toml:6: field `ipv4`: not an ipv4 address"));
+}
+
+/// Values toml reads without complaint but the daemon could not use: it
+/// would start and never work, or work somewhere unexpected.
+#[test]
+fn values_a_daemon_cannot_use_are_refused_with_their_line() {
+    for (from, to, says) in [
+        (
+            "192.0.2.1:51820",
+            "192.0.2.1:0",
+            "c.toml:4: field `endpoint`: 192.0.2.1:0: port 0",
+        ),
+        (
+            "192.0.2.1:51820",
+            "0.0.0.0:51820",
+            "c.toml:4: field `endpoint`: 0.0.0.0:51820: an unspecified address",
+        ),
+        (
+            "192.0.2.1:51820",
+            "[::]:51820",
+            "c.toml:4: field `endpoint`: [::]:51820: an unspecified address",
+        ),
+        (
+            "[tunnel]\n",
+            "[tunnel]\nmtu = 9000\n",
+            "c.toml:6: field `mtu`: 9000 is above 1450",
+        ),
+        (
+            "[tunnel]\n",
+            "[tunnel]\nname = \"a/b\"\n",
+            "c.toml:6: field `name`: \"a/b\" is not an interface name",
+        ),
+        (
+            "[tunnel]\n",
+            "[tunnel]\nname = \"a-name-of-16-chr\"\n",
+            "c.toml:6: field `name`: \"a-name-of-16-chr\" is not 1 to 15 bytes long",
+        ),
+        (
+            "[server]",
+            "control_socket = \"\"\n[server]",
+            "c.toml:2: field `control_socket`: \"\" names no file",
+        ),
+        (
+            "[server]",
+            "control_socket = \"/run/braid/\"\n[server]",
+            "c.toml:2: field `control_socket`: \"/run/braid/\" names no file",
+        ),
+    ] {
+        let text = CLIENT.replace(from, to);
+        let err = client_err(&text);
+        assert!(err.starts_with(says), "{to}: {err}");
+    }
+    let ok = CLIENT.replace(
+        "[tunnel]\n",
+        "[tunnel]\nname = \"bond-15-chars00\"\nmtu = 1450\n",
+    );
+    assert!(parse::<ClientConfig>(Path::new("c.toml"), &ok).is_ok());
+    let text = SERVER.replace("[tunnel]", "control_socket = \"\"\n[tunnel]");
+    let err = server_err(&text);
+    assert!(
+        err.starts_with("s.toml:3: field `control_socket`: \"\" names no file"),
+        "{err}"
+    );
 }
 
 const SERVER: &str = r#"private_key = "OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI="

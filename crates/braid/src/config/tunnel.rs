@@ -5,18 +5,22 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+use braid_core::session::MAX_TUNNEL_MTU;
+
 use super::values::TunnelAddr;
 use super::{Invalid, Validate};
 
 /// Smallest MTU an IPv6 link may have (RFC 8200 §5).
 pub const MIN_TUNNEL_MTU: u16 = 1280;
+/// Longest interface name Linux takes (IFNAMSIZ less its NUL).
+const MAX_TUN_NAME_LEN: usize = 15;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TunnelConfig {
     /// TUN device name.
     #[serde(default = "default_tun_name")]
-    pub name: String,
+    pub name: Spanned<String>,
     pub ipv4: Option<Spanned<TunnelAddr>>,
     pub ipv6: Option<Spanned<TunnelAddr>>,
     /// MTU of the TUN device: inner packets up to this size.
@@ -33,8 +37,23 @@ fn default_resend_losses() -> bool {
     true
 }
 
-fn default_tun_name() -> String {
-    "braid0".to_owned()
+fn default_tun_name() -> Spanned<String> {
+    Spanned::new(0..0, "braid0".to_owned())
+}
+
+/// A name Linux takes for an interface: 1 to 15 bytes, none of them '/',
+/// ':' or white space, and not "." or "..".
+fn check_tun_name(name: &Spanned<String>) -> Result<(), Invalid> {
+    let n = name.get_ref();
+    let problem = if n.is_empty() || n.len() > MAX_TUN_NAME_LEN {
+        format!("{n:?} is not 1 to {MAX_TUN_NAME_LEN} bytes long")
+    } else if n == "." || n == ".." || n.chars().any(|c| c == '/' || c == ':' || c.is_whitespace())
+    {
+        format!("{n:?} is not an interface name (no '/', ':' or spaces, not \".\" or \"..\")")
+    } else {
+        return Ok(());
+    };
+    Err(Invalid::new(name.span(), "name", problem))
 }
 
 impl Validate for TunnelConfig {
@@ -62,17 +81,19 @@ impl Validate for TunnelConfig {
             }
         }
         if let Some(mtu) = &self.mtu {
-            if *mtu.get_ref() < MIN_TUNNEL_MTU {
-                return Err(Invalid::new(
-                    mtu.span(),
-                    "mtu",
-                    format!(
-                        "{} is below {MIN_TUNNEL_MTU}, the least IPv6 allows",
-                        mtu.get_ref()
-                    ),
-                ));
+            let problem = if *mtu.get_ref() < MIN_TUNNEL_MTU {
+                format!("below {MIN_TUNNEL_MTU}, the least IPv6 allows")
+            } else if usize::from(*mtu.get_ref()) > MAX_TUNNEL_MTU {
+                format!("above {MAX_TUNNEL_MTU}, the largest inner packet braid carries")
+            } else {
+                String::new()
+            };
+            if !problem.is_empty() {
+                let text = format!("{} is {problem}", mtu.get_ref());
+                return Err(Invalid::new(mtu.span(), "mtu", text));
             }
         }
+        check_tun_name(&self.name)?;
         Ok(())
     }
 }

@@ -76,7 +76,7 @@ fn mtu_from_paths(config: &ClientConfig) -> u16 {
         .collect();
     let mtu = tunnel_mtu_for_paths(
         known.iter().map(|(_, mtu)| *mtu),
-        config.server.endpoint.is_ipv6(),
+        config.server.endpoint.get_ref().is_ipv6(),
     );
     info!(mtu, paths = ?known, "tunnel MTU fitted to the paths' interface MTUs");
     mtu
@@ -131,7 +131,7 @@ async fn serve(
     config: ClientConfig,
     routing_plan: Option<routing::Plan>,
 ) -> Result<(), Failure> {
-    let endpoint = config.server.endpoint;
+    let endpoint = *config.server.endpoint.get_ref();
     // Subscribed before the first look at the interfaces, so that no
     // change after it goes unnoticed.
     let watch =

@@ -20,10 +20,16 @@ pub struct ControlSocket {
 
 impl ControlSocket {
     /// Listens on `path`, replacing a stale socket left by a daemon that
-    /// died, but never a live one.
+    /// died, but never a live one. Its directory is created if missing
+    /// (`/run/braid` after a reboot), but not a whole tree: a mistyped
+    /// path fails here instead of leaving directories behind.
     pub fn bind(path: &Path) -> io::Result<ControlSocket> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                std::fs::create_dir(dir).map_err(|e| {
+                    io::Error::new(e.kind(), format!("creating {}: {e}", dir.display()))
+                })?;
+            }
         }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(io::Error::new(

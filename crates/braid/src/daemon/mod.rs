@@ -24,7 +24,7 @@ mod status_json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use braid_core::session::{tunnel_mtu, SessionConfig};
-use braid_io::{Tun, TunConfig};
+use braid_io::{Tun, TunConfig, TunError};
 use ipnet::IpNet;
 
 use crate::config::tunnel::{TunnelConfig, MIN_TUNNEL_MTU};
@@ -105,7 +105,7 @@ fn create_tun(tunnel: &TunnelConfig, default_mtu: u16) -> Result<(Tun, u16), Fai
     let address =
         |family: &Option<toml::Spanned<TunnelAddr>>| family.as_ref().map(|a| a.get_ref().0);
     let config = TunConfig {
-        name: tunnel.name.clone(),
+        name: tunnel.name.get_ref().clone(),
         mtu,
         ipv4: address(&tunnel.ipv4).and_then(|net| match net {
             IpNet::V4(n) => Some((n.addr(), n.prefix_len())),
@@ -116,7 +116,10 @@ fn create_tun(tunnel: &TunnelConfig, default_mtu: u16) -> Result<(Tun, u16), Fai
             IpNet::V4(_) => None,
         }),
     };
-    let tun = Tun::create(&config).map_err(|e| Failure::Runtime(e.to_string()))?;
+    let tun = Tun::create(&config).map_err(|e| match e {
+        TunError::NameTaken(_) => Failure::Usage(format!("[tunnel] name: {e}")),
+        e => Failure::Runtime(e.to_string()),
+    })?;
     Ok((tun, mtu))
 }
 
