@@ -13,8 +13,9 @@ pub enum LabError {
     Spec { spec: String, source: SpecError },
     #[error("bad path spec {spec:?}: {why}")]
     DirectSpec { spec: String, why: String },
+    /// `lab set` cannot make this change while the lab runs.
     #[error("path {path:?}: {why}")]
-    DirectPathSet { path: String, why: &'static str },
+    SetRefused { path: String, why: String },
     #[error("no --path given: a lab needs at least one path")]
     NoPaths,
     #[error("at most {max} paths per lab, {given} given")]
@@ -61,7 +62,7 @@ impl LabError {
             | LabError::BadName(_)
             | LabError::Spec { .. }
             | LabError::DirectSpec { .. }
-            | LabError::DirectPathSet { .. }
+            | LabError::SetRefused { .. }
             | LabError::NoPaths
             | LabError::TooManyPaths { .. }
             | LabError::DuplicatePath(_)

@@ -329,21 +329,29 @@ pub fn set(name: &str, path: &str, spec: &str) -> Result<(), LabError> {
     } else {
         None
     };
+    let refused = |why: String| LabError::SetRefused {
+        path: path.to_owned(),
+        why,
+    };
     if let Some(why) = why {
-        return Err(LabError::DirectPathSet {
-            path: path.to_owned(),
-            why,
-        });
+        return Err(refused(why.to_owned()));
     }
     let parsed = parse_spec(spec, &cwd)?;
     // The path keeps its name; a different `name=` would orphan its links.
-    if let Some(other) = parsed.name.filter(|n| n != path) {
-        return Err(LabError::Spec {
-            spec: spec.to_owned(),
-            source: braid_sim::spec::SpecError::Name(format!(
-                "{other} (a path cannot be renamed; it is {path})"
-            )),
-        });
+    if let Some(other) = parsed.name.as_ref().filter(|n| *n != path) {
+        return Err(refused(format!("a path cannot be renamed (name={other})")));
+    }
+    // Role and rate limit are the tunnel's (`up --tunnel` writes them into
+    // the client's config); the emulator has neither, so a change would be
+    // reported as done and never happen.
+    let before = parse_spec(&entry.spec, &entry.cwd)?;
+    if parsed.role != before.role || parsed.rate_limit_bps != before.rate_limit_bps {
+        return Err(refused(format!(
+            "role= and rate_limit= are the tunnel's path settings, fixed when `braid lab up \
+             --tunnel` starts it: keep them as in the path's spec {:?} (`lab set` changes the \
+             emulated link only)",
+            entry.spec
+        )));
     }
     let request = Request::Set {
         path: path.to_owned(),

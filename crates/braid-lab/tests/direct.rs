@@ -1,6 +1,7 @@
 //! A `direct` path is one plain veth pair between client and server: it
 //! carries traffic without passing the emulator (which keeps emulating the
-//! lab's other paths), and `set` refuses to change it.
+//! lab's other paths), and `set` refuses to change it, as it refuses what
+//! it cannot change on any path.
 
 mod common;
 
@@ -47,12 +48,14 @@ fn a_direct_path_bypasses_the_emulator_beside_an_emulated_one() {
     for (path, spec, says) in [
         ("veth", "10mbit,5ms", "no emulator settings"),
         ("p2", "direct", "cannot become direct"),
+        ("p2", "10mbit,5ms,name=other", "cannot be renamed"),
+        // The tunnel's settings, fixed at `up --tunnel`: never reported as
+        // applied when nothing would change.
+        ("p2", "10mbit,5ms,role=backup", "fixed when"),
+        ("p2", "10mbit,5ms,rate_limit=5mbit", "fixed when"),
     ] {
         let err = braid_lab::set(&lab.name, path, spec).unwrap_err();
-        assert!(
-            matches!(err, LabError::DirectPathSet { .. }),
-            "{path}: {err}"
-        );
+        assert!(matches!(err, LabError::SetRefused { .. }), "{path}: {err}");
         assert!(err.to_string().contains(says), "{path}: {err}");
         assert_eq!(err.exit_code(), 2);
     }

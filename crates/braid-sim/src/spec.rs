@@ -64,6 +64,8 @@ pub enum SpecError {
     Role(String),
     #[error("unknown key {0:?} (known: jitter, loss, ge, queue, blackout, cost, weight_throughput, weight_cost, name, role, rate_limit)")]
     UnknownKey(String),
+    #[error("{0:?} has no value: write it as key=value (jitter=3ms, loss=1%, ...)")]
+    NoValue(String),
     #[error("{0} given twice")]
     Duplicate(&'static str),
     #[error("missing one-way delay: a spec starts RATE,DELAY or trace=FILE,DELAY")]
@@ -266,7 +268,7 @@ impl PathSpec {
         for field in fields {
             let (key, value) = field
                 .split_once('=')
-                .ok_or_else(|| SpecError::UnknownKey(field.to_owned()))?;
+                .ok_or_else(|| SpecError::NoValue(field.to_owned()))?;
             let key_static: &'static str = match key {
                 "jitter" => "jitter",
                 "loss" => "loss",

@@ -150,14 +150,41 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
         .collect::<Result<Vec<_>, _>>()?;
     s.cc = ccs[0];
     if ccs.len() > 1 {
-        if s.mode != Mode::Reliable || ccs.len() != s.paths.len() {
+        if s.mode != Mode::Reliable {
             return Err(Failure::Usage(format!(
-                "--cc {}: one controller per path ({} paths) is for --mode reliable only",
+                "--cc {}: one controller per path is for --mode reliable only",
+                args.cc
+            )));
+        }
+        if ccs.len() != s.paths.len() {
+            return Err(Failure::Usage(format!(
+                "--cc {}: {} controllers for {} paths (give one, or one per path)",
                 args.cc,
+                ccs.len(),
                 s.paths.len()
             )));
         }
         s.path_cc = ccs;
+    }
+    if s.mode == Mode::Reliable {
+        // The stream binds data to paths itself, in order.
+        if args.scheduler != braid_core::sched::DEFAULT {
+            return Err(Failure::Usage(format!(
+                "--scheduler {}: reliable mode schedules by late binding; --scheduler is for \
+                 datagram mode",
+                args.scheduler
+            )));
+        }
+        if args.unordered {
+            return Err(Failure::Usage(
+                "--unordered is for datagram mode (a reliable stream is delivered in order)".into(),
+            ));
+        }
+        if args.traffic.len() > 1 {
+            return Err(Failure::Usage(
+                "--mode reliable runs one bulk transfer: give --traffic bulk[:SIZE] once".into(),
+            ));
+        }
     }
     let mut traffic = args
         .traffic
@@ -170,15 +197,22 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
         return Err(Failure::Usage("--duration must be at least 100ms".into()));
     }
     s.seed = args.seed;
+    let step = args
+        .clock_step
+        .as_deref()
+        .map(ClockSpec::parse_step)
+        .transpose()
+        .map_err(|e| usage(&e))?;
+    if let Some(late) = step.filter(|st| st.at_s >= s.duration.as_secs_f64()) {
+        return Err(Failure::Usage(format!(
+            "--clock-step at {} s is not within the run (--duration {})",
+            late.at_s, args.duration
+        )));
+    }
     s.clock = ClockSpec {
         offset_s: ClockSpec::parse_offset(&args.clock_offset).map_err(|e| usage(&e))?,
         skew_ppm: ClockSpec::parse_skew(&args.clock_skew).map_err(|e| usage(&e))?,
-        step: args
-            .clock_step
-            .as_deref()
-            .map(ClockSpec::parse_step)
-            .transpose()
-            .map_err(|e| usage(&e))?,
+        step,
     };
     match (s.mode, args.payload) {
         (Mode::Reliable, Some(_)) => {

@@ -86,6 +86,18 @@ pub fn run(args: &DemoArgs) -> Result<(), Failure> {
     }
     let parse = |s: &str| PathSpec::parse(s).map_err(|e| Failure::Runtime(e.to_string()));
     let (dsl, lte) = (parse(DSL)?, parse(LTE)?);
+    // The bonded run is the largest: refuse before the table starts.
+    let mut bonded_run = Scenario::new(vec![dsl.clone(), lte.clone()]);
+    bonded_run.duration = std::time::Duration::from_secs(seconds);
+    if braid_sim::budget::check(&bonded_run).is_err() {
+        bonded_run.duration = std::time::Duration::from_secs(1);
+        let per_second = braid_sim::budget::estimated_events(&bonded_run);
+        return Err(Failure::Usage(format!(
+            "--seconds {seconds} is more than the simulator's budget allows for these lines: \
+             at most {}",
+            (braid_sim::budget::MAX_EVENTS / per_second) as u64
+        )));
+    }
     crate::write_stdout(&format!(
         "braid demo: an upload over two simulated lines, {} s each run:\n{why_simulated}  \
          dsl  {DSL:<42} 20 Mbit/s, 8 ms one way, no loss\n  \

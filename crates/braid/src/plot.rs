@@ -46,6 +46,15 @@ pub fn check(file: &Path) -> Result<(), String> {
             file.display()
         ));
     }
+    // Checked before the run, not after it.
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir.filter(|d| !d.is_dir()) {
+        return Err(format!(
+            "--plot {}: {} is not a directory",
+            file.display(),
+            dir.display()
+        ));
+    }
     font_path().map(|_| ())
 }
 

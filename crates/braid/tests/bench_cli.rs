@@ -217,6 +217,19 @@ fn misleading_input_gets_a_message_that_says_what_to_write() {
         ),
         (&["--path", "8mbit,5ms", "--payload", "1"], "18 to 1450"),
         (&["--path", "8mbit,5ms", "--plot", "x.svg"], "PNG only"),
+        (
+            &["--path", "8mbit,5ms", "--plot", "/nonexistent-dir/x.png"],
+            "is not a directory",
+        ),
+        (&["--path", "8mbit,5ms,jitter"], "\"jitter\" has no value"),
+        (
+            &["--path", "8mbit,5ms", "--scheduler", "lawrr:k=0.5,k=0.7"],
+            "parameter k given twice",
+        ),
+        (
+            &["--path", "8mbit,5ms", "--clock-step", "100s+1s"],
+            "not within the run",
+        ),
     ] {
         let mut all = vec!["bench"];
         all.extend_from_slice(args);
@@ -514,7 +527,34 @@ fn reliable_mode_input_errors_are_usage_errors() {
                 "--cc",
                 "bbr,ccid2,bbr",
             ],
-            "one controller per path",
+            "3 controllers for 2 paths",
+        ),
+        (&["--cc", "bbr,ccid2"], "for --mode reliable only"),
+        (
+            &[
+                "--mode",
+                "reliable",
+                "--traffic",
+                "bulk",
+                "--traffic",
+                "bulk",
+            ],
+            "give --traffic bulk[:SIZE] once",
+        ),
+        (
+            &[
+                "--mode",
+                "reliable",
+                "--traffic",
+                "bulk",
+                "--scheduler",
+                "rr",
+            ],
+            "--scheduler is for datagram mode",
+        ),
+        (
+            &["--mode", "reliable", "--traffic", "bulk", "--unordered"],
+            "--unordered is for datagram mode",
         ),
         (
             &["--mode", "reliable", "--traffic", "bulk:1XB"],

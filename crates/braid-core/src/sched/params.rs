@@ -15,6 +15,8 @@ pub enum ParamError {
     },
     #[error("unknown parameter(s): {0}")]
     Unknown(String),
+    #[error("parameter {0} given twice")]
+    Duplicate(String),
 }
 
 #[derive(Debug, Default)]
@@ -27,7 +29,12 @@ impl Params {
             let (k, v) = item
                 .split_once('=')
                 .ok_or_else(|| ParamError::Syntax(item.to_owned()))?;
-            map.insert(k.trim().to_owned(), v.trim().to_owned());
+            if map
+                .insert(k.trim().to_owned(), v.trim().to_owned())
+                .is_some()
+            {
+                return Err(ParamError::Duplicate(k.trim().to_owned()));
+            }
         }
         Ok(Params(map))
     }
