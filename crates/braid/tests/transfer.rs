@@ -531,7 +531,39 @@ fn bad_arguments_exit_2_with_one_line() {
     let (key_path, public) = key(&dir, "k.key", 1);
     let k = key_path.to_str().unwrap();
     let missing = dir.path("missing.bin");
+    // Two files the receiver would write under one name.
+    for sub in ["a", "b"] {
+        std::fs::create_dir_all(dir.path(sub)).unwrap();
+        std::fs::write(dir.path(sub).join("same.bin"), sub).unwrap();
+    }
+    let (same_a, same_b) = (
+        dir.path("a").join("same.bin"),
+        dir.path("b").join("same.bin"),
+    );
     let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "send",
+            same_a.to_str().unwrap(),
+            same_b.to_str().unwrap(),
+            "--to",
+            "127.0.0.1:9",
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
+        // A directory no file can be created in: refused before any sender.
+        vec![
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--out",
+            "/proc",
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
         vec![
             "send", "x", "--to", "no-port", "--key", k, "--peer", &public,
         ],

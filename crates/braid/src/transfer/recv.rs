@@ -141,6 +141,7 @@ pub fn run(args: &RecvArgs) -> Result<(), Failure> {
                 dir.display()
             )));
         }
+        check_writable(dir)?;
     }
     let timeout = Duration::from_secs(args.common.timeout);
     let endpoint = Endpoint::new(
@@ -532,12 +533,48 @@ impl Receiver {
 }
 
 /// The partial file for `name` in `dir`, refusing to replace a file.
+/// Refuses an --out directory no file can be created in (read-only, not
+/// ours, /proc) now, not once a sender has connected: a probe file is
+/// created and removed.
+fn check_writable(dir: &std::path::Path) -> Result<(), Failure> {
+    let probe = dir.join(format!(".braid-probe-{}", std::process::id()));
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| Failure::Usage(format!("--out {}: cannot write there: {e}", dir.display())))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Longest file name Linux file systems take (NAME_MAX).
+const NAME_MAX: usize = 255;
+const PARTIAL_SUFFIX: &str = ".braid-partial";
+
+/// `.NAME.braid-partial`; for a name too long for that to fit NAME_MAX, a
+/// prefix of it and a digest of the whole (`.PREFIX~HEX.braid-partial`),
+/// so that every name a file system takes can be received.
+fn partial_name(name: &str) -> String {
+    let plain = format!(".{name}{PARTIAL_SUFFIX}");
+    if plain.len() <= NAME_MAX {
+        return plain;
+    }
+    let digest = Sha256::digest(name.as_bytes());
+    let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let room = NAME_MAX - 1 - 1 - tag.len() - PARTIAL_SUFFIX.len();
+    let cut = (0..=room)
+        .rev()
+        .find(|&i| name.is_char_boundary(i))
+        .unwrap_or(0);
+    format!(".{}~{tag}{PARTIAL_SUFFIX}", &name[..cut])
+}
+
 fn open_sink(dir: &std::path::Path, name: &str) -> Result<Sink, String> {
     let target = dir.join(name);
     if target.exists() {
         return Err(format!("{} exists; not replaced", target.display()));
     }
-    let partial = dir.join(format!(".{name}.braid-partial"));
+    let partial = dir.join(partial_name(name));
     let file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -761,6 +798,23 @@ mod tests {
             assert_eq!(result.error.as_deref(), Some(error.as_str()));
             assert_eq!(std::fs::read_dir(&d.0).unwrap().count(), 0, "{why}");
         }
+    }
+
+    #[test]
+    fn every_name_a_file_system_takes_gets_a_partial_file() {
+        let d = dir("long");
+        let long = "n".repeat(NAME_MAX);
+        let other = format!("{}m", "n".repeat(NAME_MAX - 1));
+        let wide = "é".repeat(NAME_MAX / 2);
+        for name in [long.as_str(), other.as_str(), wide.as_str(), "f.bin"] {
+            let partial = partial_name(name);
+            assert!(partial.len() <= NAME_MAX, "{partial}");
+            assert!(partial.starts_with('.') && partial.ends_with(PARTIAL_SUFFIX));
+            assert!(open_sink(&d.0, name).is_ok(), "{name}");
+        }
+        assert_eq!(partial_name("f.bin"), ".f.bin.braid-partial");
+        // Names that share the kept prefix still get partial files of their own.
+        assert_ne!(partial_name(&long), partial_name(&other));
     }
 
     #[test]

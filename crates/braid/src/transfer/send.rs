@@ -272,7 +272,22 @@ fn open_sources(files: &[PathBuf]) -> Result<Vec<Source>, Failure> {
                 modified: meta.modified().ok(),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(refuse_same_names)
+}
+
+/// The receiver writes every file into one directory under its own name:
+/// two with the same name would fail mid-transfer, so they fail here.
+fn refuse_same_names(sources: Vec<Source>) -> Result<Vec<Source>, Failure> {
+    for (i, s) in sources.iter().enumerate() {
+        if let Some(other) = sources[..i].iter().find(|o| o.name == s.name) {
+            return Err(Failure::Usage(format!(
+                "{} and {} are both named {:?} at the receiver: send them in separate transfers",
+                other.shown, s.shown, s.name
+            )));
+        }
+    }
+    Ok(sources)
 }
 
 /// Reads stdin to its end in chunks; a full channel holds the reader back.
@@ -652,7 +667,10 @@ impl Sender {
                     "bytes": (s.size != UNKNOWN_SIZE).then_some(s.size),
                     "sha256": self.digests[i].map(|d| hex(&d)),
                     "verified": reply.is_some_and(|r| r.error.is_none()),
-                    "error": reply.and_then(|r| r.error.clone()),
+                    // The file the transfer failed on carries its reason.
+                    "error": reply
+                        .and_then(|r| r.error.clone())
+                        .or_else(|| self.failure.clone().filter(|_| reply.is_none() && i == self.next_file)),
                 })
             })
             .collect();
