@@ -161,8 +161,11 @@ mod tests {
         assert_eq!(PublicKey::from_base64("not base64!"), Err(KeyError::Base64));
         assert_eq!(PublicKey::from_base64("AAAA"), Err(KeyError::Length(3)));
         let psk = PresharedKey::generate(&mut ChaCha20Rng::seed_from_u64(2));
+        assert_eq!(format!("{psk:?}"), "PresharedKey(..)");
         assert_eq!(PresharedKey::from_base64(&psk.to_base64()), Ok(psk));
         assert_eq!(format!("{:?}", pair.private), "PrivateKey(..)");
+        // A public key is shown as configs write it.
+        assert_eq!(format!("{:?}", pair.public), format!("PublicKey({public})"));
     }
 
     #[test]

@@ -260,5 +260,29 @@ mod tests {
         assert_eq!(widen_counter(0x8000_0001, 0), 0x8000_0001);
         assert_eq!(widen_counter(7, 0x2_0000_0007), 0x2_0000_0007);
         assert_eq!(widen_counter(u32::MAX, u64::MAX), u64::MAX);
+        // Across an epoch boundary far from zero, both ways.
+        assert_eq!(widen_counter(5, 0x5_ffff_fff0), 0x6_0000_0005);
+        assert_eq!(widen_counter(0xffff_fff0, 0x6_0000_0005), 0x5_ffff_fff0);
+    }
+
+    #[test]
+    fn received_counts_one_past_the_newest_counter() {
+        let (mut a, mut b) = pair();
+        let packets: Vec<_> = (0..5).map(|_| seal(&mut a, b"p")).collect();
+        // Out of order: the count follows the newest counter, not arrivals.
+        for i in [0, 3, 1] {
+            b.open(&mut packets[i].clone()).unwrap();
+        }
+        assert_eq!(b.received(), 4);
+        b.open(&mut packets[4].clone()).unwrap();
+        assert_eq!(b.received(), 5);
+    }
+
+    #[test]
+    fn debug_output_never_shows_key_material() {
+        let (a, _) = pair();
+        let text = format!("{a:?}");
+        assert!(text.contains("send: DataKey(..)"), "{text}");
+        assert!(text.contains("ReplayWindow { next: 0 }"), "{text}");
     }
 }

@@ -149,6 +149,17 @@ mod tests {
                 assert_ne!(parsed, Ok((1, Inner::Data(&data), None)), "{kind:#x}");
             }
         }
+        // Feedback: skip notices (frame 3) go to the Receiver, the rest
+        // (acks, loss reports) to the Sender.
+        for (frame, skips) in [(1, false), (2, false), (3, true)] {
+            let msg = [WIRE_FEEDBACK, 1, frame];
+            let expected = if skips {
+                Inner::Skips(&msg)
+            } else {
+                Inner::Feedback(&msg)
+            };
+            assert_eq!(parse(&msg), Ok((1, expected, None)), "frame {frame}");
+        }
         let data = [WIRE_DATA_TEST, 1, 0, 0];
         let fb = [WIRE_FEEDBACK, 1, 1];
         let mut b = vec![0u8; 64];
