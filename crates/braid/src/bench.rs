@@ -18,6 +18,7 @@ use crate::Failure;
 #[command(after_help = "\
 SPEC := RATE,DELAY[,jitter=DUR][,loss=PCT][,ge=P_GB:P_BG[:LOSS_BAD]][,queue=DUR|PKTS]
         [,blackout=START+LEN]...[,cost=X][,weight_throughput=W][,weight_cost=W][,name=NAME]
+        [,role=primary|overflow|backup][,rate_limit=RATE]
       | trace=FILE,DELAY[,...]
   DELAY is one-way; RATE counts IP packet bytes, in bits per second as tc writes
   them: bit, kbit, mbit, gbit (500kbit, 8mbit, 1gbit). tc's bytes-per-second
@@ -26,8 +27,17 @@ SPEC := RATE,DELAY[,jitter=DUR][,loss=PCT][,ge=P_GB:P_BG[:LOSS_BAD]][,queue=DUR|
   RATE, DELAY, jitter, loss, ge and queue may be UP/DOWN (client-to-server first).
   FILE is a mahimahi trace; the repository ships some in traces/.
   cost: relative price of the path (positive). weight_throughput/weight_cost:
-  BATCP's per-path weights (0 to 1, summing to 1). earliest-arrival:cost_first=1
-  uses costlier paths only for what cheaper ones cannot carry.
+  BATCP's per-path weights (0 to 1, summing to 1). role: overflow carries only
+  what the primary paths cannot, backup only while no other path is up (as the
+  tunnel's [[path]] role). rate_limit: never send faster than RATE on the path.
+
+Scheduler parameters (NAME:key=value,...; each key at most once):
+  earliest-arrival: cost_first=1 (costlier paths only for what cheaper ones
+    cannot carry)
+  batcp: cost_weight=X (0 to 1, default 0.5)
+  lawrr: k (0.5), t_dwd (250ms), t_report (20ms), w_fixed (50),
+    w_mobile_max (45), fixed=NAME (the first path), delay (5ms, or off)
+  wrr: weights=W1/W2/... (one per path, default equal)
 
 Limits: a run is refused (exit 2) when it is estimated at more than 100 million
 events (datagrams offered, plus an arrival and an acknowledgement for each

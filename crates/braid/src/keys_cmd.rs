@@ -21,9 +21,14 @@ pub fn genkey() -> Result<(), Failure> {
 pub fn pubkey() -> Result<(), Failure> {
     let mut text = String::new();
     std::io::stdin()
-        .take(MAX_KEY_TEXT)
+        .take(MAX_KEY_TEXT + 1)
         .read_to_string(&mut text)
         .map_err(|e| Failure::Usage(format!("cannot read a private key on stdin: {e}")))?;
+    if text.len() as u64 > MAX_KEY_TEXT {
+        return Err(Failure::Usage(format!(
+            "stdin: more than {MAX_KEY_TEXT} bytes; a private key is one line of 44 characters"
+        )));
+    }
     let private = PrivateKey::from_base64(&text)
         .map_err(|e| Failure::Usage(format!("stdin: not a private key: {e}")))?;
     write_stdout(&format!("{}\n", private.public_key().to_base64()))

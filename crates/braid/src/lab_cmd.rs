@@ -31,6 +31,7 @@ pub enum LabCommand {
         /// RATE,DELAY[,key=value]... or trace=FILE,DELAY[,...], or direct[,name=NAME] for a plain veth pair without emulator; repeat for more paths (at most 32 in a lab)
         #[arg(long = "path", value_name = "SPEC", required = true)]
         paths: Vec<String>,
+        /// The lab's name (several labs may run side by side)
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
         /// Seed of the loss generators (default: from the clock)
@@ -48,9 +49,12 @@ pub enum LabCommand {
     },
     /// Run a command inside the client or server namespace
     Exec {
+        /// The lab's name (several labs may run side by side)
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
+        /// Which namespace: the client's or the server's
         side: SideArg,
+        /// The command and its arguments (put `--` before them if they start with `-`)
         #[arg(
             trailing_var_arg = true,
             allow_hyphen_values = true,
@@ -61,21 +65,27 @@ pub enum LabCommand {
     },
     /// Show namespaces, paths, settings and the emulator's counters (exit 1 if the emulator is not running)
     Status {
+        /// The lab's name (several labs may run side by side)
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
+        /// Print one JSON object instead of the text
         #[arg(long)]
         json: bool,
     },
     /// Change a path's settings while traffic flows
     Set {
+        /// The lab's name (several labs may run side by side)
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
         /// The path's name (its SPEC's name=, or p1, p2, ...)
         path: String,
+        /// The path's new SPEC, whole (RATE,DELAY[,key=value]...): what it leaves out is
+        /// reset; name=, role= and rate_limit= cannot change
         spec: String,
     },
     /// Remove everything the lab created, also after a crash
     Down {
+        /// The lab's name (several labs may run side by side)
         #[arg(long, default_value = DEFAULT_NAME)]
         name: String,
     },

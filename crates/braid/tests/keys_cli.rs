@@ -60,14 +60,23 @@ fn genkey_makes_a_fresh_key_that_pubkey_reads() {
 
 #[test]
 fn pubkey_refuses_what_is_not_a_key_in_one_line() {
-    for input in [&b"not base64!\n"[..], b"AAAA\n", b""] {
+    let zeros = b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
+    let long = vec![b'A'; 10_000];
+    for (input, says) in [
+        (
+            &b"not base64!\n"[..],
+            "not a private key: key is not valid base64",
+        ),
+        (b"AAAA\n", "not a private key: key has 3 bytes"),
+        (b"", "not a private key"),
+        (zeros, "not a private key: key is all zeros"),
+        (&long, "more than 1024 bytes"),
+    ] {
         let out = braid(&["pubkey"], input);
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.starts_with("braid: error: stdin: not a private key: "),
-            "{err}"
-        );
+        assert!(err.starts_with("braid: error: stdin: "), "{err}");
+        assert!(err.contains(says), "{err}");
     }
 }

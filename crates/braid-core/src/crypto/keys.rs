@@ -18,11 +18,21 @@ pub enum KeyError {
     Base64,
     #[error("key has {0} bytes, expected {KEY_LEN}")]
     Length(usize),
+    #[error("key is all zeros (a placeholder, not a key): make one with `braid genkey`")]
+    AllZero,
 }
 
+/// A key's 32 bytes from its text. All zeros is refused: a placeholder
+/// left in a config, and as a public key a low-order point whose
+/// Diffie-Hellman result is zero whatever the other side's key.
 fn decode(text: &str) -> Result<[u8; KEY_LEN], KeyError> {
     let bytes = STANDARD.decode(text.trim()).map_err(|_| KeyError::Base64)?;
-    <[u8; KEY_LEN]>::try_from(bytes.as_slice()).map_err(|_| KeyError::Length(bytes.len()))
+    let key =
+        <[u8; KEY_LEN]>::try_from(bytes.as_slice()).map_err(|_| KeyError::Length(bytes.len()))?;
+    if key == [0; KEY_LEN] {
+        return Err(KeyError::AllZero);
+    }
+    Ok(key)
 }
 
 /// An X25519 public key.
@@ -160,6 +170,10 @@ mod tests {
         assert_eq!(PublicKey::from_base64(&public), Ok(pair.public));
         assert_eq!(PublicKey::from_base64("not base64!"), Err(KeyError::Base64));
         assert_eq!(PublicKey::from_base64("AAAA"), Err(KeyError::Length(3)));
+        let zeros = STANDARD.encode([0u8; KEY_LEN]);
+        assert_eq!(PublicKey::from_base64(&zeros), Err(KeyError::AllZero));
+        assert_eq!(PrivateKey::from_base64(&zeros), Err(KeyError::AllZero));
+        assert_eq!(PresharedKey::from_base64(&zeros), Err(KeyError::AllZero));
         let psk = PresharedKey::generate(&mut ChaCha20Rng::seed_from_u64(2));
         assert_eq!(format!("{psk:?}"), "PresharedKey(..)");
         assert_eq!(PresharedKey::from_base64(&psk.to_base64()), Ok(psk));

@@ -205,7 +205,7 @@ async fn serve(
     let metrics = super::bind_metrics(config.metrics).await?;
     info!(
         tun = tun.name(),
-        metrics = ?config.metrics,
+        metrics = ?metrics.as_ref().and_then(|l| l.local_addr().ok()),
         mtu,
         server = %endpoint,
         paths = ?path_names,

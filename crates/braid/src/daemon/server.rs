@@ -116,7 +116,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     let metrics = super::bind_metrics(config.metrics).await?;
     info!(
         tun = tun.name(),
-        metrics = ?config.metrics,
+        metrics = ?metrics.as_ref().and_then(|l| l.local_addr().ok()),
         mtu,
         listen = ?config.listen.get_ref(),
         peers = peers.len(),
