@@ -552,6 +552,28 @@ fn bad_arguments_exit_2_with_one_line() {
             "--peer",
             &public,
         ],
+        vec![
+            "send",
+            "x",
+            "--to",
+            "127.0.0.1:0",
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
+        vec![
+            "send",
+            "x",
+            "--to",
+            "127.0.0.1:9",
+            "--via",
+            "::1",
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
         // A directory no file can be created in: refused before any sender.
         vec![
             "recv",

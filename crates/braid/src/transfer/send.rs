@@ -167,10 +167,17 @@ pub fn run(args: &SendArgs) -> Result<(), Failure> {
 }
 
 fn resolve(to: &str) -> Result<SocketAddr, Failure> {
-    to.to_socket_addrs()
+    let addr = to
+        .to_socket_addrs()
         .map_err(|e| Failure::Usage(format!("--to {to:?}: {e} (expected HOST:PORT)")))?
         .next()
-        .ok_or_else(|| Failure::Usage(format!("--to {to:?}: no address")))
+        .ok_or_else(|| Failure::Usage(format!("--to {to:?}: no address")))?;
+    if addr.port() == 0 || addr.ip().is_unspecified() {
+        return Err(Failure::Usage(format!(
+            "--to {to:?}: not an address a receiver listens on (port 0 or 0.0.0.0/::)"
+        )));
+    }
+    Ok(addr)
 }
 
 /// One binding per `--via`, each with a path name. Without any: every
@@ -204,11 +211,15 @@ fn bindings(via: &[String], remote: SocketAddr) -> Result<Vec<(String, Binding)>
             session::MAX_SESSION_PATHS
         )));
     }
-    Ok(via
-        .iter()
+    via.iter()
         .enumerate()
         .map(|(i, v)| {
             let binding = match v.parse::<IpAddr>() {
+                Ok(ip) if ip.is_ipv4() != remote.is_ipv4() => {
+                    return Err(Failure::Usage(format!(
+                        "--via {v} and --to {remote} are of different IP families"
+                    )))
+                }
                 Ok(ip) => Binding::Source(ip),
                 Err(_) => Binding::Interface(v.clone()),
             };
@@ -218,9 +229,9 @@ fn bindings(via: &[String], remote: SocketAddr) -> Result<Vec<(String, Binding)>
             } else {
                 v.clone()
             };
-            (name, binding)
+            Ok((name, binding))
         })
-        .collect())
+        .collect()
 }
 
 fn open_sources(files: &[PathBuf]) -> Result<Vec<Source>, Failure> {
