@@ -554,7 +554,7 @@ fn bad_arguments_exit_2_with_one_line() {
         ],
         vec![
             "send",
-            "x",
+            same_a.to_str().unwrap(),
             "--to",
             "127.0.0.1:0",
             "--key",
@@ -564,7 +564,7 @@ fn bad_arguments_exit_2_with_one_line() {
         ],
         vec![
             "send",
-            "x",
+            same_a.to_str().unwrap(),
             "--to",
             "127.0.0.1:9",
             "--via",
