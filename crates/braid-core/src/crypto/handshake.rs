@@ -512,6 +512,102 @@ mod tests {
         );
     }
 
+    /// Payloads and buffers of exactly the largest and the needed sizes pass;
+    /// one byte more (payload) or less (buffer) is refused, never a panic.
+    #[test]
+    fn sizes_at_their_limits() {
+        let (client, server) = (keys(1), keys(2));
+        let full = [7u8; MAX_PAYLOAD];
+        let start = |payload: &[u8], out: &mut [u8]| {
+            Initiator::start(
+                &client,
+                &server.public,
+                &PresharedKey::ZERO,
+                [1; 32],
+                3,
+                payload,
+                out,
+            )
+        };
+        let mut exact = [0u8; MAX_INITIATION_LEN];
+        assert_eq!(
+            start(&[0u8; MAX_PAYLOAD + 1], &mut [0u8; MAX_INITIATION_LEN + 1]).unwrap_err(),
+            HandshakeError::PayloadTooLarge
+        );
+        assert_eq!(
+            start(&full, &mut exact[..MAX_INITIATION_LEN - 1]).unwrap_err(),
+            HandshakeError::Length(MAX_INITIATION_LEN - 1)
+        );
+        let respond_to = |init: &[u8], payload: &[u8], out: &mut [u8]| {
+            Responder::read(&server, [2; 32], init).unwrap().respond(
+                &PresharedKey::ZERO,
+                4,
+                payload,
+                out,
+            )
+        };
+        let (_, n) = start(&full, &mut exact).unwrap();
+        assert_eq!(n, MAX_INITIATION_LEN);
+        assert_eq!(check_initiation(&server.public, &exact), Ok(()));
+        assert_eq!(
+            Responder::read(&server, [2; 32], &exact).unwrap().payload(),
+            full
+        );
+        let mut resp = [0u8; MAX_RESPONSE_LEN];
+        assert_eq!(
+            respond_to(&exact, &[0u8; MAX_PAYLOAD + 1], &mut resp).unwrap_err(),
+            HandshakeError::PayloadTooLarge
+        );
+        assert_eq!(
+            respond_to(&exact, &full, &mut resp[..MAX_RESPONSE_LEN - 1]).unwrap_err(),
+            HandshakeError::Length(MAX_RESPONSE_LEN - 1)
+        );
+        let (_, m) = respond_to(&exact, &full, &mut resp).unwrap();
+        assert_eq!(m, MAX_RESPONSE_LEN);
+        // The initiator reads a largest response into a buffer of exactly
+        // its payload, and refuses one byte less.
+        let finish = |into: &mut [u8]| {
+            let (initiator, _) = start(&full, &mut [0u8; MAX_INITIATION_LEN]).unwrap();
+            initiator.finish(&resp, into)
+        };
+        let mut payload = [0u8; MAX_PAYLOAD];
+        let (_, _, p) = finish(&mut payload).unwrap();
+        assert_eq!(&payload[..p], full);
+        assert_eq!(
+            finish(&mut payload[..MAX_PAYLOAD - 1]).unwrap_err(),
+            HandshakeError::Noise
+        );
+    }
+
+    #[test]
+    fn debug_output_never_shows_keys() {
+        let (client, server) = (keys(1), keys(2));
+        let mut init = [0u8; MAX_INITIATION_LEN];
+        let (initiator, n) = Initiator::start(
+            &client,
+            &server.public,
+            &PresharedKey::ZERO,
+            [1; 32],
+            8,
+            b"",
+            &mut init,
+        )
+        .unwrap();
+        assert_eq!(format!("{initiator:?}"), "Initiator { local_index: 8 }");
+        let responder = Responder::read(&server, [2; 32], &init[..n]).unwrap();
+        assert_eq!(
+            format!("{responder:?}"),
+            format!(
+                "Responder {{ peer: {:?}, initiator_index: 8 }}",
+                client.public
+            )
+        );
+        let (split, _) = responder
+            .respond(&PresharedKey::ZERO, 9, b"", &mut [0u8; MAX_RESPONSE_LEN])
+            .unwrap();
+        assert_eq!(format!("{split:?}"), "SplitKeys(..)");
+    }
+
     #[test]
     fn seeded_ephemerals_are_reproducible() {
         let (client, server) = (keys(1), keys(2));

@@ -235,3 +235,43 @@ pub struct SessionStats {
     pub send_express: u64,
     pub drops: DropCounters,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Status JSON and metrics key on these names: each is distinct and
+    /// snake_case, and none changes by accident.
+    #[test]
+    fn names_are_distinct_snake_case_and_stable() {
+        let mut names: Vec<&str> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        assert_eq!(names[..3], ["truncated", "oversized", "unknown_type"]);
+        assert_eq!(DropReason::LinkLost.name(), "link_lost");
+        names.extend([PathState::Unvalidated, PathState::Up, PathState::Down].map(PathState::name));
+        assert_eq!(names[names.len() - 3..], ["unvalidated", "up", "down"]);
+        for n in &names {
+            assert!(!n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+        }
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len());
+    }
+
+    #[test]
+    fn counters_list_every_reason_and_merge_by_reason() {
+        let mut a = DropCounters::default();
+        a.add(DropReason::Replayed);
+        a.add(DropReason::Replayed);
+        let mut b = DropCounters::default();
+        b.add(DropReason::Replayed);
+        b.add(DropReason::LinkLost);
+        a.merge(&b);
+        let listed: Vec<(DropReason, u64)> = a.iter().collect();
+        assert_eq!(listed.len(), DropReason::ALL.len());
+        assert!(listed.contains(&(DropReason::Replayed, 3)));
+        assert!(listed.contains(&(DropReason::LinkLost, 1)));
+        assert_eq!(listed.iter().map(|(_, n)| n).sum::<u64>(), 4);
+        assert_eq!(a.total(), 4);
+    }
+}

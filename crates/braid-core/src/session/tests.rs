@@ -736,6 +736,11 @@ fn hostile_datagrams_are_dropped_and_counted() {
         Err(DropReason::Oversized)
     );
     assert_eq!(feed(&[0x77; 100]), Err(DropReason::UnknownType));
+    // The longest datagram a session sends is not oversized.
+    assert_eq!(
+        feed(&vec![0x77; MAX_DATAGRAM_LEN]),
+        Err(DropReason::UnknownType)
+    );
     let mut unknown = good.clone();
     unknown[1] ^= 0xff;
     assert_eq!(feed(&unknown), Err(DropReason::UnknownIndex));
@@ -754,7 +759,7 @@ fn hostile_datagrams_are_dropped_and_counted() {
     for (reason, n) in [
         (DropReason::Truncated, 2),
         (DropReason::Oversized, 1),
-        (DropReason::UnknownType, 1),
+        (DropReason::UnknownType, 2),
         (DropReason::UnknownIndex, 1),
         (DropReason::Unexpected, 1),
         (DropReason::HandshakeInvalid, 1),
@@ -763,7 +768,7 @@ fn hostile_datagrams_are_dropped_and_counted() {
     }
     assert_eq!(session.drops.count(DropReason::Replayed), 1);
     assert_eq!(session.drops.count(DropReason::Authentication), 1);
-    assert_eq!(endpoint.drops.total() + session.drops.total(), 9);
+    assert_eq!(endpoint.drops.total() + session.drops.total(), 10);
     assert_eq!(endpoint.sessions, 1);
     // The same at the client.
     let mut garbage = vec![0x42u8; 40];
@@ -1248,4 +1253,72 @@ fn a_sparse_flows_datagram_passes_a_bulk_backlog_through_the_session() {
     // young windows were dropped: 47 of 60 arrive.)
     assert!(bulk >= 40, "{bulk} bulk datagrams delivered");
     assert!(at < bulk / 4, "small flow's datagram delivered {at}th");
+}
+
+/// With several clients the server serves them in turn: transmissions,
+/// deliveries and events of one client never starve another's.
+#[test]
+fn the_server_takes_turns_between_clients() {
+    let (a, b, sk) = (keypair(1), keypair(3), keypair(2));
+    let keys = [a.public, b.public];
+    let mut server = Endpoint::new(endpoint_config(&sk, &keys), [8; 32]).unwrap();
+    let mut clients = [
+        Session::client(client_config(&a, &sk.public, &[1]), [1; 32]).unwrap(),
+        Session::client(client_config(&b, &sk.public, &[1]), [2; 32]).unwrap(),
+    ];
+    let from = [addr("198.51.100.1:1"), addr("198.51.100.2:2")];
+    let mut now = Instant::from_nanos(1_000_000_000);
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    // Handshakes: both clients' initiations reach the server, then its
+    // responses reach them.
+    for (i, c) in clients.iter_mut().enumerate() {
+        c.handle_timeout(now);
+        while let Some(t) = c.poll_transmit(now, &mut buf) {
+            let _ = server.handle_datagram(now, from[i], &mut buf[..t.len]);
+        }
+    }
+    while let Some((_, t)) = server.poll_transmit(now, &mut buf) {
+        let i = from.iter().position(|f| *f == t.remote).unwrap();
+        let _ = clients[i].handle_datagram(now, Some(0), addr(SERVER), &mut buf[..t.len]);
+    }
+    let peers = keys.map(|k| server.peer_id(&k).unwrap());
+    let mut connected = Vec::new();
+    while let Some((peer, event)) = server.poll_event() {
+        if matches!(event, Event::Connected { .. }) {
+            connected.push(peer);
+        }
+    }
+    connected.sort_by_key(|p| p.0);
+    assert_eq!(connected, peers);
+    now += ms(1);
+
+    // Four packets each way per client, all ready at once.
+    for (i, c) in clients.iter_mut().enumerate() {
+        for n in 0..4 {
+            c.send(now, tagged(i as u8, n)).unwrap();
+            server.send(now, peers[i], tagged(10 + i as u8, n)).unwrap();
+        }
+    }
+    let (mut sent_to, mut delivered_from) = (Vec::new(), Vec::new());
+    for _ in 0..50 {
+        server.handle_timeout(now);
+        while let Some((peer, _)) = server.poll_transmit(now, &mut buf) {
+            sent_to.push(peer);
+        }
+        for (i, c) in clients.iter_mut().enumerate() {
+            c.handle_timeout(now);
+            while let Some(t) = c.poll_transmit(now, &mut buf) {
+                let _ = server.handle_datagram(now, from[i], &mut buf[..t.len]);
+            }
+        }
+        while let Some((peer, _)) = server.poll_deliver() {
+            delivered_from.push(peer);
+        }
+        now += ms(1);
+    }
+    for order in [&sent_to, &delivered_from] {
+        assert!(order.len() >= 8, "{order:?}");
+        // The first eight alternate between the two clients.
+        assert!(order[..8].windows(2).all(|w| w[0] != w[1]), "{order:?}");
+    }
 }
