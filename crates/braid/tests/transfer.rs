@@ -93,6 +93,24 @@ fn braid(args: &[&str]) -> Command {
     c
 }
 
+/// `braid send SOURCE` to `addr` over one loopback path, `extra` after.
+fn send_one_path(source: &str, addr: &str, key: &Path, peer: &str, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "send",
+        source,
+        "--to",
+        addr,
+        "--via",
+        "127.0.0.1",
+        "--key",
+        key.to_str().unwrap(),
+        "--peer",
+        peer,
+    ];
+    args.extend_from_slice(extra);
+    braid(&args)
+}
+
 /// Writes a key file made from `seed`; returns it and its public key.
 fn key(dir: &Scratch, name: &str, seed: u64) -> (PathBuf, String) {
     let pair = StaticKeypair::generate(&mut StdRng::seed_from_u64(seed));
@@ -246,20 +264,13 @@ fn a_sender_with_a_key_the_receiver_does_not_know_gets_nothing_written() {
     let (recv, addr, _) = start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
     let started = Instant::now();
     let (code, _, stderr) = Running(Some(
-        braid(&[
-            "send",
+        send_one_path(
             dir.path("f.bin").to_str().unwrap(),
-            "--to",
             &addr,
-            "--via",
-            "127.0.0.1",
-            "--key",
-            stranger_key.to_str().unwrap(),
-            "--peer",
+            &stranger_key,
             &recv_pub,
-            "--timeout",
-            "2",
-        ])
+            &["--timeout", "2"],
+        )
         .spawn()
         .unwrap(),
     ))
@@ -335,18 +346,7 @@ fn a_killed_sender_leaves_no_file_that_looks_complete() {
         &recv_key,
         &send_pub,
     );
-    let mut send = braid(&[
-        "send",
-        "-",
-        "--to",
-        &addr,
-        "--via",
-        "127.0.0.1",
-        "--key",
-        send_key.to_str().unwrap(),
-        "--peer",
-        &recv_pub,
-    ]);
+    let mut send = send_one_path("-", &addr, &send_key, &recv_pub, &[]);
     send.stdin(Stdio::piped());
     let mut sender = Running(Some(send.spawn().unwrap()));
     let mut stdin = sender.child().stdin.take().unwrap();
@@ -382,18 +382,7 @@ fn stalled_sender(
     let mut extra = vec!["--out", out.to_str().unwrap(), "--stall-timeout", "2"];
     extra.extend_from_slice(recv_extra);
     let (recv, addr, recv_err) = start_recv(&extra, &recv_key, &send_pub);
-    let mut send = braid(&[
-        "send",
-        "-",
-        "--to",
-        &addr,
-        "--via",
-        "127.0.0.1",
-        "--key",
-        send_key.to_str().unwrap(),
-        "--peer",
-        &recv_pub,
-    ]);
+    let mut send = send_one_path("-", &addr, &send_key, &recv_pub, &[]);
     send.stdin(Stdio::piped());
     let mut sender = Running(Some(send.spawn().unwrap()));
     let mut stdin = sender.child().stdin.take().unwrap();
@@ -447,20 +436,13 @@ fn a_receiver_that_stops_taking_data_is_given_up_by_the_sender() {
     let (mut recv, addr, recv_err) = start_recv(&["--stdout"], &recv_key, &send_pub);
     let started = Instant::now();
     let (code, _, stderr) = Running(Some(
-        braid(&[
-            "send",
+        send_one_path(
             dir.path("big.bin").to_str().unwrap(),
-            "--to",
             &addr,
-            "--via",
-            "127.0.0.1",
-            "--key",
-            send_key.to_str().unwrap(),
-            "--peer",
+            &send_key,
             &recv_pub,
-            "--stall-timeout",
-            "2",
-        ])
+            &["--stall-timeout", "2"],
+        )
         .spawn()
         .unwrap(),
     ))
@@ -493,18 +475,13 @@ fn a_receiver_whose_standard_output_closes_stops_and_tells_the_sender() {
     let mut first = [0u8; 1000];
     let started = Instant::now();
     let sender = Running(Some(
-        braid(&[
-            "send",
+        send_one_path(
             dir.path("big.bin").to_str().unwrap(),
-            "--to",
             &addr,
-            "--via",
-            "127.0.0.1",
-            "--key",
-            send_key.to_str().unwrap(),
-            "--peer",
+            &send_key,
             &recv_pub,
-        ])
+            &[],
+        )
         .spawn()
         .unwrap(),
     ));
@@ -799,20 +776,9 @@ fn root_a_full_disk_is_reported_on_both_sides_and_leaves_no_file() {
         .to_owned();
     let big = dir.path("big.bin");
     let (code, _, stderr) = Running(Some(
-        braid(&[
-            "send",
-            big.to_str().unwrap(),
-            "--to",
-            &addr,
-            "--via",
-            "127.0.0.1",
-            "--key",
-            send_key.to_str().unwrap(),
-            "--peer",
-            &recv_pub,
-        ])
-        .spawn()
-        .unwrap(),
+        send_one_path(big.to_str().unwrap(), &addr, &send_key, &recv_pub, &[])
+            .spawn()
+            .unwrap(),
     ))
     .finish();
     assert_eq!(code, 1, "{stderr}");
