@@ -342,6 +342,26 @@ impl Responder {
 mod tests {
     use super::*;
 
+    /// An initiation without a pre-shared key, its ephemeral key from the
+    /// tests' usual seed.
+    fn initiate(
+        client: &StaticKeypair,
+        server: &PublicKey,
+        index: u32,
+        payload: &[u8],
+        out: &mut [u8],
+    ) -> Result<(Initiator, usize), HandshakeError> {
+        Initiator::start(
+            client,
+            server,
+            &PresharedKey::ZERO,
+            [1; 32],
+            index,
+            payload,
+            out,
+        )
+    }
+
     fn keys(seed: u64) -> StaticKeypair {
         StaticKeypair::generate(&mut ChaCha20Rng::seed_from_u64(seed))
     }
@@ -408,16 +428,7 @@ mod tests {
     fn initiation_for_another_server_fails_mac1() {
         let server = keys(2);
         let mut init = [0u8; MAX_INITIATION_LEN];
-        let (_, n) = Initiator::start(
-            &keys(1),
-            &keys(3).public,
-            &PresharedKey::ZERO,
-            [1; 32],
-            1,
-            b"",
-            &mut init,
-        )
-        .unwrap();
+        let (_, n) = initiate(&keys(1), &keys(3).public, 1, b"", &mut init).unwrap();
         assert_eq!(
             Responder::read(&server, [2; 32], &init[..n]).unwrap_err(),
             HandshakeError::Mac1
@@ -428,16 +439,7 @@ mod tests {
     fn every_initiation_check_rejects() {
         let server = keys(2);
         let mut init = [0u8; MAX_INITIATION_LEN];
-        let (_, n) = Initiator::start(
-            &keys(1),
-            &server.public,
-            &PresharedKey::ZERO,
-            [1; 32],
-            1,
-            b"abc",
-            &mut init,
-        )
-        .unwrap();
+        let (_, n) = initiate(&keys(1), &server.public, 1, b"abc", &mut init).unwrap();
         let good = init[..n].to_vec();
         assert!(Responder::read(&server, [2; 32], &good).is_ok());
         assert_eq!(
@@ -479,16 +481,7 @@ mod tests {
         let (client, server) = (keys(1), keys(2));
         let run = |mutate: &dyn Fn(&mut Vec<u8>)| {
             let mut init = [0u8; MAX_INITIATION_LEN];
-            let (initiator, n) = Initiator::start(
-                &client,
-                &server.public,
-                &PresharedKey::ZERO,
-                [1; 32],
-                5,
-                b"",
-                &mut init,
-            )
-            .unwrap();
+            let (initiator, n) = initiate(&client, &server.public, 5, b"", &mut init).unwrap();
             let responder = Responder::read(&server, [2; 32], &init[..n]).unwrap();
             let mut resp = vec![0u8; MAX_RESPONSE_LEN];
             let (_, m) = responder
@@ -518,17 +511,8 @@ mod tests {
     fn sizes_at_their_limits() {
         let (client, server) = (keys(1), keys(2));
         let full = [7u8; MAX_PAYLOAD];
-        let start = |payload: &[u8], out: &mut [u8]| {
-            Initiator::start(
-                &client,
-                &server.public,
-                &PresharedKey::ZERO,
-                [1; 32],
-                3,
-                payload,
-                out,
-            )
-        };
+        let start =
+            |payload: &[u8], out: &mut [u8]| initiate(&client, &server.public, 3, payload, out);
         let mut exact = [0u8; MAX_INITIATION_LEN];
         assert_eq!(
             start(&[0u8; MAX_PAYLOAD + 1], &mut [0u8; MAX_INITIATION_LEN + 1]).unwrap_err(),
@@ -583,16 +567,7 @@ mod tests {
     fn debug_output_never_shows_keys() {
         let (client, server) = (keys(1), keys(2));
         let mut init = [0u8; MAX_INITIATION_LEN];
-        let (initiator, n) = Initiator::start(
-            &client,
-            &server.public,
-            &PresharedKey::ZERO,
-            [1; 32],
-            8,
-            b"",
-            &mut init,
-        )
-        .unwrap();
+        let (initiator, n) = initiate(&client, &server.public, 8, b"", &mut init).unwrap();
         assert_eq!(format!("{initiator:?}"), "Initiator { local_index: 8 }");
         let responder = Responder::read(&server, [2; 32], &init[..n]).unwrap();
         assert_eq!(
