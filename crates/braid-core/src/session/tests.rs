@@ -935,15 +935,40 @@ fn client_checks_the_path_and_refuses_to_send_unconnected() {
     );
 }
 
-#[test]
-fn two_clients_stay_isolated() {
+/// Where the two clients of [`two_clients`] send from.
+const CLIENT_ADDRS: [&str; 2] = ["198.51.100.1:1", "198.51.100.2:2"];
+
+/// A server that accepts two clients, and the two clients (one path each),
+/// not yet connected; the clients' public keys.
+fn two_clients() -> (Endpoint, [Session; 2], [PublicKey; 2]) {
     let (a, b, sk) = (keypair(1), keypair(3), keypair(2));
-    let mut server = Endpoint::new(endpoint_config(&sk, &[a.public, b.public]), [8; 32]).unwrap();
-    let mut clients = [
+    let keys = [a.public, b.public];
+    let server = Endpoint::new(endpoint_config(&sk, &keys), [8; 32]).unwrap();
+    let clients = [
         Session::client(client_config(&a, &sk.public, &[1]), [1; 32]).unwrap(),
         Session::client(client_config(&b, &sk.public, &[1]), [2; 32]).unwrap(),
     ];
-    let from = [addr("198.51.100.1:1"), addr("198.51.100.2:2")];
+    (server, clients, keys)
+}
+
+/// Every client's timers, then what each sends, handed to the server.
+fn clients_transmit(
+    server: &mut Endpoint,
+    clients: &mut [Session; 2],
+    now: Instant,
+    buf: &mut [u8],
+) {
+    for (i, c) in clients.iter_mut().enumerate() {
+        c.handle_timeout(now);
+        while let Some(t) = c.poll_transmit(now, buf) {
+            let _ = server.handle_datagram(now, addr(CLIENT_ADDRS[i]), &mut buf[..t.len]);
+        }
+    }
+}
+
+#[test]
+fn two_clients_stay_isolated() {
+    let (mut server, mut clients, keys) = two_clients();
     let mut now = Instant::from_nanos(1_000_000_000);
     let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
     let mut got: [Vec<Vec<u8>>; 2] = [Vec::new(), Vec::new()];
@@ -953,19 +978,17 @@ fn two_clients_stay_isolated() {
         if (20..200).contains(&step) {
             for (i, c) in clients.iter_mut().enumerate() {
                 c.send(now, tagged(i as u8, step)).unwrap();
-                let peer = server.peer_id(&[a.public, b.public][i]).unwrap();
+                let peer = server.peer_id(&keys[i]).unwrap();
                 server.send(now, peer, tagged(10 + i as u8, step)).unwrap();
             }
         }
-        for (i, c) in clients.iter_mut().enumerate() {
-            c.handle_timeout(now);
-            while let Some(t) = c.poll_transmit(now, &mut buf) {
-                let _ = server.handle_datagram(now, from[i], &mut buf[..t.len]);
-            }
-        }
+        clients_transmit(&mut server, &mut clients, now, &mut buf);
         server.handle_timeout(now);
         while let Some((_, t)) = server.poll_transmit(now, &mut buf) {
-            let i = from.iter().position(|f| *f == t.remote).unwrap();
+            let i = CLIENT_ADDRS
+                .iter()
+                .position(|f| addr(f) == t.remote)
+                .unwrap();
             let _ = clients[i].handle_datagram(now, Some(0), addr(SERVER), &mut buf[..t.len]);
         }
         for (i, c) in clients.iter_mut().enumerate() {
@@ -980,9 +1003,7 @@ fn two_clients_stay_isolated() {
     }
     assert_eq!(server.stats().sessions, 2);
     for i in 0..2u8 {
-        let peer = server
-            .peer_id(&[a.public, b.public][usize::from(i)])
-            .unwrap();
+        let peer = server.peer_id(&keys[usize::from(i)]).unwrap();
         let from_i: Vec<u32> = server_got
             .iter()
             .filter(|(p, _)| *p == peer)
@@ -1259,26 +1280,17 @@ fn a_sparse_flows_datagram_passes_a_bulk_backlog_through_the_session() {
 /// deliveries and events of one client never starve another's.
 #[test]
 fn the_server_takes_turns_between_clients() {
-    let (a, b, sk) = (keypair(1), keypair(3), keypair(2));
-    let keys = [a.public, b.public];
-    let mut server = Endpoint::new(endpoint_config(&sk, &keys), [8; 32]).unwrap();
-    let mut clients = [
-        Session::client(client_config(&a, &sk.public, &[1]), [1; 32]).unwrap(),
-        Session::client(client_config(&b, &sk.public, &[1]), [2; 32]).unwrap(),
-    ];
-    let from = [addr("198.51.100.1:1"), addr("198.51.100.2:2")];
+    let (mut server, mut clients, keys) = two_clients();
     let mut now = Instant::from_nanos(1_000_000_000);
     let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
     // Handshakes: both clients' initiations reach the server, then its
     // responses reach them.
-    for (i, c) in clients.iter_mut().enumerate() {
-        c.handle_timeout(now);
-        while let Some(t) = c.poll_transmit(now, &mut buf) {
-            let _ = server.handle_datagram(now, from[i], &mut buf[..t.len]);
-        }
-    }
+    clients_transmit(&mut server, &mut clients, now, &mut buf);
     while let Some((_, t)) = server.poll_transmit(now, &mut buf) {
-        let i = from.iter().position(|f| *f == t.remote).unwrap();
+        let i = CLIENT_ADDRS
+            .iter()
+            .position(|f| addr(f) == t.remote)
+            .unwrap();
         let _ = clients[i].handle_datagram(now, Some(0), addr(SERVER), &mut buf[..t.len]);
     }
     let peers = keys.map(|k| server.peer_id(&k).unwrap());
@@ -1305,12 +1317,7 @@ fn the_server_takes_turns_between_clients() {
         while let Some((peer, _)) = server.poll_transmit(now, &mut buf) {
             sent_to.push(peer);
         }
-        for (i, c) in clients.iter_mut().enumerate() {
-            c.handle_timeout(now);
-            while let Some(t) = c.poll_transmit(now, &mut buf) {
-                let _ = server.handle_datagram(now, from[i], &mut buf[..t.len]);
-            }
-        }
+        clients_transmit(&mut server, &mut clients, now, &mut buf);
         while let Some((peer, _)) = server.poll_deliver() {
             delivered_from.push(peer);
         }
