@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 pub enum SocketError {
     #[error("interface {0:?} does not exist")]
     NoSuchInterface(String),
-    #[error("interface name {0:?} is not valid (1 to 15 bytes, no NUL)")]
+    #[error("interface name {0:?} is not valid (1 to 15 bytes, no '/', ':', spaces or NUL)")]
     BadInterfaceName(String),
     #[error("binding to interface {0:?} needs root (CAP_NET_RAW)")]
     BindToDeviceNotPermitted(String),

@@ -8,6 +8,21 @@ use std::ffi::CStr;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// Longest interface name Linux takes (IFNAMSIZ less its NUL).
+pub const MAX_INTERFACE_NAME_LEN: usize = libc::IFNAMSIZ - 1;
+
+/// Whether Linux takes `name` for an interface (the kernel's
+/// `dev_valid_name`): 1 to [`MAX_INTERFACE_NAME_LEN`] bytes, no '/', ':',
+/// white space or NUL, and not "." or "..".
+pub fn is_valid_interface_name(name: &str) -> bool {
+    (1..=MAX_INTERFACE_NAME_LEN).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && !name
+            .chars()
+            .any(|c| c == '/' || c == ':' || c == '\0' || c.is_whitespace())
+}
+
 /// One interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Interface {
@@ -176,5 +191,16 @@ mod tests {
         assert!(lo.addresses.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)));
         assert_eq!(list.holding(Ipv4Addr::LOCALHOST.into()), Some(lo));
         assert!(lo.has_address_for(false));
+    }
+
+    #[test]
+    fn interface_names_follow_the_kernels_rule() {
+        for good in ["lo", "eth0", "wwan0.1", "bond-15-chars00"] {
+            assert!(is_valid_interface_name(good), "{good}");
+        }
+        let long = "x".repeat(MAX_INTERFACE_NAME_LEN + 1);
+        for bad in ["", ".", "..", "a/b", "a:b", "a b", "a\0b", long.as_str()] {
+            assert!(!is_valid_interface_name(bad), "{bad:?}");
+        }
     }
 }

@@ -25,7 +25,10 @@ mod tun;
 
 pub use batch::{Datagram, RecvBatch, MAX_DATAGRAM_BYTES};
 pub use error::{SocketError, TunError};
-pub use interfaces::{interface_mtu, usable_interfaces, Interface, InterfaceList};
+pub use interfaces::{
+    interface_mtu, is_valid_interface_name, usable_interfaces, Interface, InterfaceList,
+    MAX_INTERFACE_NAME_LEN,
+};
 pub use link_status::LinkStatus;
 pub use link_watch::LinkWatch;
 pub use path_socket::{Binding, PathSocket};

@@ -195,7 +195,7 @@ fn bind(socket: &Socket, addr: SocketAddr) -> Result<(), SocketError> {
 
 fn bind_to_device(socket: &socket2::SockRef<'_>, name: &str) -> Result<(), SocketError> {
     let bad_name = || SocketError::BadInterfaceName(name.to_owned());
-    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+    if !crate::is_valid_interface_name(name) {
         return Err(bad_name());
     }
     let c_name = CString::new(name).map_err(|_| bad_name())?;

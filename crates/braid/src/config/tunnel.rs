@@ -6,14 +6,13 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use braid_core::session::MAX_TUNNEL_MTU;
+use braid_io::{is_valid_interface_name, MAX_INTERFACE_NAME_LEN};
 
 use super::values::TunnelAddr;
 use super::{Invalid, Validate};
 
 /// Smallest MTU an IPv6 link may have (RFC 8200 §5).
 pub const MIN_TUNNEL_MTU: u16 = 1280;
-/// Longest interface name Linux takes (IFNAMSIZ less its NUL).
-const MAX_TUN_NAME_LEN: usize = 15;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,17 +40,16 @@ fn default_tun_name() -> Spanned<String> {
     Spanned::new(0..0, "braid0".to_owned())
 }
 
-/// A name Linux takes for an interface: 1 to 15 bytes, none of them '/',
-/// ':' or white space, and not "." or "..".
+/// A name Linux takes for an interface ([`is_valid_interface_name`]).
 fn check_tun_name(name: &Spanned<String>) -> Result<(), Invalid> {
     let n = name.get_ref();
-    let problem = if n.is_empty() || n.len() > MAX_TUN_NAME_LEN {
-        format!("{n:?} is not 1 to {MAX_TUN_NAME_LEN} bytes long")
-    } else if n == "." || n == ".." || n.chars().any(|c| c == '/' || c == ':' || c.is_whitespace())
-    {
+    if is_valid_interface_name(n) {
+        return Ok(());
+    }
+    let problem = if (1..=MAX_INTERFACE_NAME_LEN).contains(&n.len()) {
         format!("{n:?} is not an interface name (no '/', ':' or spaces, not \".\" or \"..\")")
     } else {
-        return Ok(());
+        format!("{n:?} is not 1 to {MAX_INTERFACE_NAME_LEN} bytes long")
     };
     Err(Invalid::new(name.span(), "name", problem))
 }
@@ -81,15 +79,18 @@ impl Validate for TunnelConfig {
             }
         }
         if let Some(mtu) = &self.mtu {
-            let problem = if *mtu.get_ref() < MIN_TUNNEL_MTU {
-                format!("below {MIN_TUNNEL_MTU}, the least IPv6 allows")
-            } else if usize::from(*mtu.get_ref()) > MAX_TUNNEL_MTU {
-                format!("above {MAX_TUNNEL_MTU}, the largest inner packet braid carries")
+            let value = *mtu.get_ref();
+            let problem = if value < MIN_TUNNEL_MTU {
+                Some(format!("below {MIN_TUNNEL_MTU}, the least IPv6 allows"))
+            } else if usize::from(value) > MAX_TUNNEL_MTU {
+                Some(format!(
+                    "above {MAX_TUNNEL_MTU}, the largest inner packet braid carries"
+                ))
             } else {
-                String::new()
+                None
             };
-            if !problem.is_empty() {
-                let text = format!("{} is {problem}", mtu.get_ref());
+            if let Some(problem) = problem {
+                let text = format!("{value} is {problem}");
                 return Err(Invalid::new(mtu.span(), "mtu", text));
             }
         }
