@@ -154,7 +154,9 @@ pub enum SimError {
     BulkNeedsReliable,
     #[error("--mode reliable needs --traffic bulk[:SIZE]")]
     ReliableNeedsBulk,
-    #[error("--cc names {given} controllers for {paths} paths")]
+    #[error("--mode reliable runs one bulk transfer: give --traffic bulk[:SIZE] once")]
+    ReliableOneTransfer,
+    #[error("--cc names {given} controllers for {paths} paths (give one, or one per path)")]
     CcCount { given: usize, paths: usize },
     #[error("path {path}: {option} {needs}")]
     PathOption {
@@ -334,7 +336,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     let bulk = matches!(s.traffic, TrafficSpec::Bulk { .. });
     match s.mode {
         Mode::Reliable if !bulk => return Err(SimError::ReliableNeedsBulk),
-        Mode::Reliable if !s.more_traffic.is_empty() => return Err(SimError::ReliableNeedsBulk),
+        Mode::Reliable if !s.more_traffic.is_empty() => return Err(SimError::ReliableOneTransfer),
         Mode::Reliable if s.session.is_some() => {
             return Err(SimError::Session(
                 "--mode reliable does not run through the session yet".into(),

@@ -135,7 +135,7 @@ fn mode_and_traffic_must_match() {
     assert!(matches!(run(&s), Err(SimError::ReliableNeedsBulk)));
     let mut s = transfer(&["10mbit,10ms"], 1000);
     s.more_traffic = vec![TrafficSpec::parse("cbr:64kbit").unwrap()];
-    assert!(matches!(run(&s), Err(SimError::ReliableNeedsBulk)));
+    assert!(matches!(run(&s), Err(SimError::ReliableOneTransfer)));
     let mut s = transfer(&["10mbit,10ms"], 1000);
     s.path_cc = vec![CcKind::Bbr, CcKind::Bbr];
     assert!(matches!(

@@ -166,14 +166,6 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
                 args.cc
             )));
         }
-        if ccs.len() != s.paths.len() {
-            return Err(Failure::Usage(format!(
-                "--cc {}: {} controllers for {} paths (give one, or one per path)",
-                args.cc,
-                ccs.len(),
-                s.paths.len()
-            )));
-        }
         s.path_cc = ccs;
     }
     if s.mode == Mode::Reliable {
@@ -188,11 +180,6 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
         if args.unordered {
             return Err(Failure::Usage(
                 "--unordered is for datagram mode (a reliable stream is delivered in order)".into(),
-            ));
-        }
-        if args.traffic.len() > 1 {
-            return Err(Failure::Usage(
-                "--mode reliable runs one bulk transfer: give --traffic bulk[:SIZE] once".into(),
             ));
         }
     }
