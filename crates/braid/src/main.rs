@@ -76,6 +76,19 @@ pub fn write_stdout(text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))
 }
 
+/// Why datagrams cannot be sent to `addr`, a peer's address from the user,
+/// if they cannot: port 0 or an unspecified address would be accepted by
+/// the socket and reach nobody.
+pub(crate) fn unsendable(addr: std::net::SocketAddr) -> Option<&'static str> {
+    if addr.port() == 0 {
+        Some("port 0 is no peer's port")
+    } else if addr.ip().is_unspecified() {
+        Some("an unspecified address (0.0.0.0 or ::) is no peer's address")
+    } else {
+        None
+    }
+}
+
 /// Restores the default action of SIGPIPE, which Rust sets to "ignore":
 /// like every Unix filter, `braid demo | head -1` then ends quietly when the
 /// reader goes away, in every subcommand, instead of failing on a write.

@@ -221,13 +221,11 @@ impl Validate for ClientConfig {
 /// The server's address must be one a datagram can be sent to.
 fn check_endpoint(endpoint: &Spanned<SocketAddr>) -> Result<(), Invalid> {
     let addr = endpoint.get_ref();
-    let problem = if addr.port() == 0 {
-        "port 0 is not a server's port"
-    } else if addr.ip().is_unspecified() {
-        "an unspecified address (0.0.0.0 or ::) is not a server's address"
-    } else if addr.ip().is_multicast() {
-        "a multicast address is not a server's address"
-    } else {
+    let multicast = addr
+        .ip()
+        .is_multicast()
+        .then_some("a multicast address is not a server's address");
+    let Some(problem) = crate::unsendable(*addr).or(multicast) else {
         return Ok(());
     };
     Err(Invalid::new(

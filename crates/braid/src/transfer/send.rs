@@ -172,12 +172,10 @@ fn resolve(to: &str) -> Result<SocketAddr, Failure> {
         .map_err(|e| Failure::Usage(format!("--to {to:?}: {e} (expected HOST:PORT)")))?
         .next()
         .ok_or_else(|| Failure::Usage(format!("--to {to:?}: no address")))?;
-    if addr.port() == 0 || addr.ip().is_unspecified() {
-        return Err(Failure::Usage(format!(
-            "--to {to:?}: not an address a receiver listens on (port 0 or 0.0.0.0/::)"
-        )));
+    match crate::unsendable(addr) {
+        Some(problem) => Err(Failure::Usage(format!("--to {to:?}: {problem}"))),
+        None => Ok(addr),
     }
-    Ok(addr)
 }
 
 /// One binding per `--via`, each with a path name. Without any: every
