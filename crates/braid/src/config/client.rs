@@ -134,9 +134,7 @@ impl ClientConfig {
     }
 
     pub fn control_socket(&self) -> PathBuf {
-        self.control_socket
-            .as_ref()
-            .map_or_else(|| DEFAULT_CONTROL_SOCKET.into(), |s| s.get_ref().clone())
+        super::control_socket_or(self.control_socket.as_ref(), DEFAULT_CONTROL_SOCKET)
     }
 }
 

@@ -35,6 +35,14 @@ pub struct Invalid {
     pub message: String,
 }
 
+/// The configured control socket, or the daemon's default.
+fn control_socket_or(
+    socket: Option<&toml::Spanned<std::path::PathBuf>>,
+    default: &str,
+) -> std::path::PathBuf {
+    socket.map_or_else(|| default.into(), |s| s.get_ref().clone())
+}
+
 /// A control socket must name a file: `braid status` finds the daemon
 /// there.
 fn check_control_socket(socket: Option<&toml::Spanned<std::path::PathBuf>>) -> Result<(), Invalid> {

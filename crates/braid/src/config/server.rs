@@ -56,9 +56,7 @@ pub struct PeerConfig {
 
 impl ServerConfig {
     pub fn control_socket(&self) -> PathBuf {
-        self.control_socket
-            .as_ref()
-            .map_or_else(|| DEFAULT_CONTROL_SOCKET.into(), |s| s.get_ref().clone())
+        super::control_socket_or(self.control_socket.as_ref(), DEFAULT_CONTROL_SOCKET)
     }
 }
 
