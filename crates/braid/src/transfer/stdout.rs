@@ -13,8 +13,8 @@ const MAX_BACKLOG_BYTES: usize = 4 << 20;
 
 enum Message {
     Data(Vec<u8>),
-    /// Flush, then answer with the first error since the last flush.
-    Flush(mpsc::SyncSender<std::io::Result<()>>),
+    /// Flush, then answer with the first write error, if any.
+    Flush(mpsc::SyncSender<Result<(), String>>),
 }
 
 pub struct StdoutWriter {
@@ -35,22 +35,20 @@ impl StdoutWriter {
         let broken_seen = broken.clone();
         std::thread::spawn(move || {
             let mut out = std::io::stdout().lock();
-            let mut error = None;
             for message in rx {
                 match message {
                     Message::Data(data) => {
-                        if error.is_none() {
-                            error = out.write_all(&data).err();
-                            if let Some(e) = &error {
-                                let _ = broken_seen.set(describe(e));
+                        if broken_seen.get().is_none() {
+                            if let Err(e) = out.write_all(&data) {
+                                let _ = broken_seen.set(describe(&e));
                             }
                         }
                         counter.fetch_sub(data.len(), Ordering::AcqRel);
                     }
                     Message::Flush(answer) => {
-                        let result = match error.take() {
-                            Some(e) => Err(e),
-                            None => out.flush(),
+                        let result = match broken_seen.get() {
+                            Some(why) => Err(why.clone()),
+                            None => out.flush().map_err(|e| describe(&e)),
                         };
                         let _ = answer.send(result);
                     }
@@ -93,7 +91,6 @@ impl StdoutWriter {
         result
             .recv()
             .map_err(|_| "the standard output writer stopped".to_owned())?
-            .map_err(|e| describe(&e))
     }
 }
 
