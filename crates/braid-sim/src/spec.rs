@@ -46,6 +46,8 @@ pub enum SpecError {
     DurationTooLong(String),
     #[error("bad percentage {0:?}: expected a value from 0 to 100, such as 1% or 0.5%")]
     Percent(String),
+    #[error("bad percentage {given:?}: write the % sign ({hint})")]
+    PercentSign { given: String, hint: String },
     #[error("bad queue {0:?}: expected a duration (50ms) or a packet count from 1 to {MAX_QUEUE_PACKETS}")]
     Queue(String),
     #[error("bad blackout {0:?}: expected START+LEN, such as 10s+2s")]
@@ -515,14 +517,33 @@ pub fn parse_duration(s: &str) -> Result<Duration, SpecError> {
 }
 
 /// Parses `1%`, `0.5%` or a bare percentage `1` into a probability.
+/// A percentage, `%` included (`1%`, `0.5%`): a bare `0.05` could mean
+/// 0.05 % or 5 % (a fraction), so only `0` may go without it.
 pub fn parse_percent(s: &str) -> Result<f64, SpecError> {
-    let v: f64 = s
-        .trim()
-        .trim_end_matches('%')
+    let s = s.trim();
+    let (number, sign) = match s.strip_suffix('%') {
+        Some(n) => (n, true),
+        None => (s, false),
+    };
+    let v: f64 = number
         .parse()
         .map_err(|_| SpecError::Percent(s.to_owned()))?;
     if !(0.0..=100.0).contains(&v) {
         return Err(SpecError::Percent(s.to_owned()));
+    }
+    if !sign && v != 0.0 {
+        let hint = if v < 1.0 {
+            format!(
+                "{s}% for {s} percent, {}% for a fraction {s} of the packets",
+                v * 100.0
+            )
+        } else {
+            format!("{s}%")
+        };
+        return Err(SpecError::PercentSign {
+            given: s.to_owned(),
+            hint,
+        });
     }
     Ok(v / 100.0)
 }
@@ -630,6 +651,28 @@ mod tests {
         assert!(parse_duration("10").is_err());
         assert!(parse_rate("fast").is_err());
         assert!(parse_percent("101%").is_err());
+    }
+
+    /// `loss=0.05` could mean 0.05 % or a fraction 0.05 (5 %): refused
+    /// with both readings spelled out; only 0 needs no sign.
+    #[test]
+    fn a_percentage_needs_its_sign() {
+        assert_eq!(parse_percent("0.5%").unwrap(), 0.005);
+        assert_eq!(parse_percent("0").unwrap(), 0.0);
+        assert_eq!(parse_percent("0%").unwrap(), 0.0);
+        assert_eq!(
+            parse_percent("0.05").unwrap_err().to_string(),
+            "bad percentage \"0.05\": write the % sign (0.05% for 0.05 percent, 5% for a fraction 0.05 of the packets)"
+        );
+        assert_eq!(
+            parse_percent("5").unwrap_err().to_string(),
+            "bad percentage \"5\": write the % sign (5%)"
+        );
+        assert!(matches!(
+            parse_ge("1:30%"),
+            Err(SpecError::GilbertElliott(g)) if g == "1:30%"
+        ));
+        assert!(matches!(parse_percent("200"), Err(SpecError::Percent(_))));
     }
 
     #[test]

@@ -24,6 +24,7 @@ SPEC := RATE,DELAY[,jitter=DUR][,loss=PCT][,ge=P_GB:P_BG[:LOSS_BAD]][,queue=DUR|
   them: bit, kbit, mbit, gbit (500kbit, 8mbit, 1gbit). tc's bytes-per-second
   units (8mbps) and bare prefixes (8m, 8mb) are refused.
   DUR: us, ms, s or min (250us, 20ms, 1.5s, 2min). queue=PKTS: 1 to 100000.
+  PCT: a percentage with its sign (loss=1%, ge=0.1%:30%); a bare 0.05 is refused.
   RATE, DELAY, jitter, loss, ge and queue may be UP/DOWN (client-to-server first).
   FILE is a mahimahi trace; the repository ships some in traces/.
   cost: relative price of the path (positive). weight_throughput/weight_cost:

@@ -738,3 +738,24 @@ fn bad_tcp_traffic_exits_2() {
         );
     }
 }
+
+/// A loss rate without its % sign is ambiguous (0.05 % or a fraction of
+/// 5 %?): a usage error that spells out both, not a silent 0.05 %.
+#[test]
+fn a_loss_rate_without_its_percent_sign_is_a_usage_error() {
+    let args = ["bench", "--path", "8mbit,5ms,loss=0.05", "--duration", "1s"];
+    assert_usage_error(&braid(&args), "5% for a fraction 0.05", &args);
+    let args = [
+        "bench",
+        "--path",
+        "8mbit,5ms,loss=0.05%",
+        "--duration",
+        "1s",
+    ];
+    let out = braid(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
