@@ -440,6 +440,27 @@ impl Session {
         Ok(())
     }
 
+    /// When anything authenticated last arrived from the peer, on any path.
+    pub fn last_heard(&self) -> Option<Instant> {
+        self.last_rx_any
+    }
+
+    /// Client: the server is now at `server` (its name resolved to a new
+    /// address). Every path sends there from now on, handshakes included;
+    /// an answer from there brings the paths up as usual. Returns whether
+    /// anything changed (never, on a server: its peers' addresses are
+    /// what their packets come from).
+    pub fn set_server_address(&mut self, server: SocketAddr) -> bool {
+        if !matches!(self.role, Role::Client(_)) {
+            return false;
+        }
+        let mut changed = false;
+        for p in &mut self.paths {
+            changed |= p.remote.replace(server) != Some(server);
+        }
+        changed
+    }
+
     /// The bonding sender inside (per-path estimators, counters).
     pub fn sender(&self) -> &Sender {
         &self.sender

@@ -57,6 +57,8 @@ struct Pair {
     next_number: u32,
     /// Longest datagram the client sent.
     longest_to_server: usize,
+    /// Where the server is: datagrams the client sends elsewhere are lost.
+    server_addr: SocketAddr,
 }
 
 fn client_config(client: &StaticKeypair, server: &PublicKey, delays: &[u64]) -> ClientConfig {
@@ -126,6 +128,7 @@ impl Pair {
             server_sent: 0,
             next_number: 0,
             longest_to_server: 0,
+            server_addr: addr(SERVER),
         }
     }
 
@@ -133,8 +136,9 @@ impl Pair {
     fn flush(&mut self) {
         let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
         while let Some(t) = self.client.poll_transmit(self.now, &mut buf) {
-            assert_eq!(t.remote, addr(SERVER));
-            self.launch(usize::from(t.path), true, buf[..t.len].to_vec());
+            if t.remote == self.server_addr {
+                self.launch(usize::from(t.path), true, buf[..t.len].to_vec());
+            }
         }
         while let Some((_, t)) = self.server.poll_transmit(self.now, &mut buf) {
             self.server_sent += 1;
@@ -202,7 +206,7 @@ impl Pair {
                     let _ = self.client.handle_datagram(
                         self.now,
                         Some(f.path as u8),
-                        addr(SERVER),
+                        self.server_addr,
                         &mut f.bytes,
                     );
                 }
@@ -298,9 +302,9 @@ impl Pair {
                     let _ = self.server.handle_datagram(self.now, from, &mut f.bytes);
                 } else {
                     let path = Some(f.path as u8);
-                    let _ = self
-                        .client
-                        .handle_datagram(self.now, path, addr(SERVER), &mut f.bytes);
+                    let _ =
+                        self.client
+                            .handle_datagram(self.now, path, self.server_addr, &mut f.bytes);
                 }
             }
             if self.client.poll_timeout().is_some_and(|t| t <= self.now) {
@@ -538,6 +542,61 @@ fn server_restart_client_reconnects_by_itself() {
     pair.run_for(ms(200));
     assert_eq!(numbers(&pair.server_got), (50..100).collect::<Vec<_>>());
     assert_eq!(numbers(&pair.client_got), (50..100).collect::<Vec<_>>());
+}
+
+/// The server restarts at a new address (a dynamic-DNS host that got a
+/// new one): it has no session, so it sends nothing the client could
+/// follow, and what the client sends to the old address is lost, until
+/// its owner, having resolved the server's name again, gives it the new
+/// address. The client then reconnects and carries data on every path.
+#[test]
+fn a_server_that_moved_is_reached_at_the_address_it_is_given() {
+    let mut pair = connected(&[10, 30]);
+    pair.exchange(20, ms(5));
+    let moved = addr("203.0.113.9:6000");
+    pair.server_addr = moved;
+    // What the old server had in flight went down with it.
+    pair.flights.clear();
+    pair.server = Endpoint::new(
+        endpoint_config(&pair.server_key, &[pair.client_key.public]),
+        [9; 32],
+    )
+    .unwrap();
+    pair.run_for(ms(3_000));
+    assert!(
+        pair.client
+            .stats(pair.now)
+            .paths
+            .iter()
+            .all(|p| p.state != PathState::Up),
+        "nothing reaches the server at its old address"
+    );
+    let heard = pair.client.last_heard().expect("heard before the move");
+    assert!(pair.now - heard >= ms(2_900), "{:?}", pair.now - heard);
+    assert!(pair.client.set_server_address(moved));
+    assert!(
+        !pair.client.set_server_address(moved),
+        "nothing left to change"
+    );
+    pair.run_for(ms(2_000));
+    assert!(pair.client.last_heard().is_some_and(|t| t > heard));
+    let stats = pair.client.stats(pair.now);
+    assert!(
+        stats.paths.iter().all(|p| p.state == PathState::Up),
+        "{:?}",
+        stats.paths.iter().map(|p| p.state).collect::<Vec<_>>()
+    );
+    pair.server_got.clear();
+    pair.client_got.clear();
+    pair.exchange(20, ms(5));
+    pair.run_for(ms(200));
+    assert_eq!(numbers(&pair.server_got), (20..40).collect::<Vec<_>>());
+    assert_eq!(numbers(&pair.client_got), (20..40).collect::<Vec<_>>());
+    // A server's sessions answer their clients where they are: no address
+    // to set.
+    let peer = pair.peer();
+    let server_side = pair.server.session_mut(peer).unwrap();
+    assert!(!server_side.set_server_address(addr(SERVER)));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
 
 use super::tunnel::TunnelConfig;
 use super::values::{DataCap, Key, Rate, Role};
-use super::{Invalid, Validate};
+use super::{Invalid, ServerAddr, Validate};
 
 /// Default control socket of a client.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/braid/client.sock";
@@ -40,8 +40,9 @@ pub struct ClientConfig {
 pub struct ServerEndpoint {
     /// The server's static public key (base64, `braid pubkey`).
     pub public_key: Key<PublicKey>,
-    /// The server's UDP address, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`).
-    pub endpoint: Spanned<SocketAddr>,
+    /// The server's UDP address, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`), or
+    /// `NAME:PORT`.
+    pub endpoint: Spanned<ServerAddr>,
     /// An optional pre-shared key (base64), mixed into the handshake.
     pub preshared_key: Option<Key<PresharedKey>>,
 }
@@ -133,6 +134,25 @@ impl ClientConfig {
         })
     }
 
+    /// The server address's family when the config fixes it (`true`:
+    /// IPv6): a literal address's, or else the paths' source addresses'.
+    /// `None`: a name with paths bound to interfaces only, resolved to
+    /// IPv4 when it has both.
+    pub fn server_family(&self) -> Option<bool> {
+        match self.server.endpoint.get_ref() {
+            ServerAddr::Addr(addr) => Some(addr.is_ipv6()),
+            ServerAddr::Name { .. } => self.sources_ipv6(),
+        }
+    }
+
+    /// The family of the first path pinned to a source address.
+    fn sources_ipv6(&self) -> Option<bool> {
+        self.paths
+            .iter()
+            .find_map(|p| p.get_ref().source)
+            .map(|s| s.is_ipv6())
+    }
+
     pub fn control_socket(&self) -> PathBuf {
         super::control_socket_or(self.control_socket.as_ref(), DEFAULT_CONTROL_SOCKET)
     }
@@ -180,7 +200,9 @@ impl Validate for ClientConfig {
                     ))
                 }
                 (None, Some(source))
-                    if source.is_ipv4() != self.server.endpoint.get_ref().is_ipv4() =>
+                    if self
+                        .server_family()
+                        .is_some_and(|ipv6| source.is_ipv6() != ipv6) =>
                 {
                     return Err(Invalid::new(
                         span,
@@ -189,6 +211,13 @@ impl Validate for ClientConfig {
                             "source {source} and server endpoint {} are of different IP families",
                             self.server.endpoint.get_ref()
                         ),
+                    ))
+                }
+                (None, Some(source)) if source.is_ipv6() != self.sources_ipv6().unwrap_or(source.is_ipv6()) => {
+                    return Err(Invalid::new(
+                        span,
+                        "source",
+                        "the paths' source addresses are of different IP families: one server address cannot serve both",
                     ))
                 }
                 _ => {}
@@ -217,18 +246,29 @@ impl Validate for ClientConfig {
 }
 
 /// The server's address must be one a datagram can be sent to.
-fn check_endpoint(endpoint: &Spanned<SocketAddr>) -> Result<(), Invalid> {
-    let addr = endpoint.get_ref();
+fn check_endpoint(endpoint: &Spanned<ServerAddr>) -> Result<(), Invalid> {
+    let problem = match endpoint.get_ref() {
+        ServerAddr::Addr(addr) => server_address_problem(*addr),
+        ServerAddr::Name { port: 0, .. } => Some("port 0"),
+        ServerAddr::Name { .. } => None,
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(Invalid::new(
+            endpoint.span(),
+            "endpoint",
+            format!("{}: {problem}", endpoint.get_ref()),
+        )),
+    }
+}
+
+/// Why datagrams to `addr` cannot reach a server, if they cannot: also
+/// asked of what a name resolves to (a blocked name may resolve to
+/// 0.0.0.0).
+pub fn server_address_problem(addr: SocketAddr) -> Option<&'static str> {
     let multicast = addr
         .ip()
         .is_multicast()
         .then_some("a multicast address is not a server's address");
-    let Some(problem) = crate::unsendable(*addr).or(multicast) else {
-        return Ok(());
-    };
-    Err(Invalid::new(
-        endpoint.span(),
-        "endpoint",
-        format!("{addr}: {problem}"),
-    ))
+    crate::unsendable(addr).or(multicast)
 }

@@ -9,6 +9,7 @@
 pub mod client;
 mod error;
 pub mod server;
+mod server_addr;
 pub mod tunnel;
 mod values;
 
@@ -17,6 +18,7 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 
 pub use error::ConfigError;
+pub use server_addr::ServerAddr;
 pub use values::{DataCap, Period, Role, TunnelAddr};
 
 /// A config whose fields toml has read, and that checks what toml cannot.

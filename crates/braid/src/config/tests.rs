@@ -43,7 +43,7 @@ fn the_examples_parse() {
     assert_eq!(lte.cost_weight.as_ref().map(|w| *w.get_ref()), Some(0.5));
     assert_eq!(
         *client.server.endpoint.get_ref(),
-        "203.0.113.1:51820".parse().unwrap()
+        ServerAddr::Addr("203.0.113.1:51820".parse().unwrap())
     );
 
     let server: ServerConfig = load(&example("server.toml")).unwrap_or_else(|e| panic!("{e}"));
@@ -174,6 +174,22 @@ fn rules_across_fields_name_their_line() {
     let err = client_err(&text);
     assert!(err.contains("different IP families"), "{err}");
 
+    // A server named, not addressed: the paths' sources fix its family,
+    // so they must agree with each other.
+    let named = CLIENT.replace("192.0.2.1:51820", "vpn.example.net:51820");
+    let text = named.replace(
+        "interface = \"eth0\"",
+        "source = \"192.0.2.7\"\n[[path]]\nsource = \"2001:db8::7\"",
+    );
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:9: field `source`: "), "{err}");
+    assert!(err.contains("different IP families"), "{err}");
+    let text = named.replace("interface = \"eth0\"", "source = \"2001:db8::7\"");
+    let client: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
+    assert_eq!(client.server_family(), Some(true));
+    let client: ClientConfig = parse(Path::new("c.toml"), &named).unwrap();
+    assert_eq!(client.server_family(), None, "a name and interfaces only");
+
     let text = format!("{CLIENT}[[path]]\ninterface = \"eth0\"\n");
     let err = client_err(&text);
     assert!(
@@ -218,6 +234,16 @@ fn values_a_daemon_cannot_use_are_refused_with_their_line() {
             "192.0.2.1:51820",
             "[::]:51820",
             "c.toml:4: field `endpoint`: [::]:51820: an unspecified address",
+        ),
+        (
+            "192.0.2.1:51820",
+            "vpn.example.net:0",
+            "c.toml:4: field `endpoint`: vpn.example.net:0: port 0",
+        ),
+        (
+            "192.0.2.1:51820",
+            "vpn_example.net:51820",
+            "c.toml:4: field `endpoint`: \"vpn_example.net:51820\": \"vpn_example.net\" is neither an IP address nor a DNS name",
         ),
         (
             "[tunnel]\n",

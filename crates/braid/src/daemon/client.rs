@@ -18,6 +18,7 @@ use super::event_loop::{self, Core};
 use super::inner_addr;
 use super::links::{self, PathLinks};
 use super::routing;
+use super::server_name;
 use super::{create_tun, os_seed, session_config, status_json, tunnel_mtu_for_paths};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
@@ -60,24 +61,25 @@ pub fn run(args: &ClientArgs) -> Result<(), Failure> {
         config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
     let routing_plan = routing::plan_for(&args.config, &config)?;
     super::init_logging();
+    let server =
+        server_name::resolve_at_start(config.server.endpoint.get_ref(), config.server_family())
+            .map_err(|e| Failure::Runtime(format!("{}: {e}", args.config.display())))?;
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
-    tokio::task::LocalSet::new().block_on(&runtime, serve(&args.config, config, routing_plan))
+    tokio::task::LocalSet::new()
+        .block_on(&runtime, serve(&args.config, config, server, routing_plan))
 }
 
 /// The tunnel MTU when the config names none: fitted to the MTUs of the
 /// paths' interfaces (paths pinned to a source address follow the routing
 /// table, whose MTU the client cannot know ahead).
-fn mtu_from_paths(config: &ClientConfig) -> u16 {
+fn mtu_from_paths(config: &ClientConfig, server_ipv6: bool) -> u16 {
     let known: Vec<(String, u32)> = config
         .paths
         .iter()
         .filter_map(|p| p.get_ref().interface.clone())
         .filter_map(|name| interface_mtu(&name).ok().map(|mtu| (name, mtu)))
         .collect();
-    let mtu = tunnel_mtu_for_paths(
-        known.iter().map(|(_, mtu)| *mtu),
-        config.server.endpoint.get_ref().is_ipv6(),
-    );
+    let mtu = tunnel_mtu_for_paths(known.iter().map(|(_, mtu)| *mtu), server_ipv6);
     info!(mtu, paths = ?known, "tunnel MTU fitted to the paths' interface MTUs");
     mtu
 }
@@ -129,9 +131,9 @@ fn open_path_socket(
 async fn serve(
     file: &Path,
     config: ClientConfig,
+    endpoint: SocketAddr,
     routing_plan: Option<routing::Plan>,
 ) -> Result<(), Failure> {
-    let endpoint = *config.server.endpoint.get_ref();
     // Subscribed before the first look at the interfaces, so that no
     // change after it goes unnoticed.
     let watch =
@@ -165,7 +167,7 @@ async fn serve(
             rate_limit_bps: p.rate_limit.as_ref().map(|r| r.bps),
         });
     }
-    let (tun, mtu) = create_tun(&config.tunnel, mtu_from_paths(&config))?;
+    let (tun, mtu) = create_tun(&config.tunnel, mtu_from_paths(&config, endpoint.is_ipv6()))?;
     // Held to the end of this function: dropping it removes the routes.
     let _installed_routing = routing_plan
         .map(|plan| routing::install(&plan, tun.name()))
@@ -208,9 +210,14 @@ async fn serve(
         metrics = ?metrics.as_ref().and_then(|l| l.local_addr().ok()),
         mtu,
         server = %endpoint,
+        name = %config.server.endpoint.get_ref(),
         paths = ?path_names,
         "client started"
     );
+    let server_name = match config.server.endpoint.get_ref() {
+        name @ crate::config::ServerAddr::Name { .. } => Some(name.clone()),
+        crate::config::ServerAddr::Addr(_) => None,
+    };
 
     let client = Client {
         session,
@@ -221,6 +228,21 @@ async fn serve(
         tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
     };
     event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
+        if let Some(name) = server_name {
+            let (asks, moves) = (handle.clone(), handle.clone());
+            tokio::task::spawn_local(server_name::follow(
+                name,
+                endpoint,
+                move || {
+                    asks.input(|c: &mut Client, now, _| {
+                        server_name::silent(now, c.session.last_heard(), Instant::ZERO)
+                    })
+                },
+                move |addr| {
+                    moves.input(|c: &mut Client, _, _| c.session.set_server_address(addr));
+                },
+            ));
+        }
         tokio::task::spawn_local(links::follow(watch, move |list| {
             handle.input(|c: &mut Client, now, sockets| {
                 c.links.update(now, list, sockets, &mut c.session);

@@ -164,6 +164,12 @@ impl<C: SocketCore + 'static> Driver<C> {
 /// [`run_with`]).
 pub struct CoreHandle<C>(Rc<Driver<WithTun<C>>>);
 
+impl<C> Clone for CoreHandle<C> {
+    fn clone(&self) -> Self {
+        CoreHandle(self.0.clone())
+    }
+}
+
 impl<C: Core + 'static> CoreHandle<C> {
     /// Runs `f` on the core and its sockets, then flushes (as
     /// [`Driver::input`]).

@@ -19,6 +19,7 @@ mod metrics;
 mod nat;
 mod routing;
 pub mod server;
+mod server_name;
 mod status_json;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
