@@ -65,6 +65,96 @@ fn client_config(dir: &Path, private: &str, server_public: &str, endpoint: &str)
     )
 }
 
+/// A server on the namespace's `listen` address and a client that names
+/// it `endpoint`, each logging to a file in `dir`.
+struct Pair {
+    server: Option<Child>,
+    client: Option<Child>,
+    client_log: std::path::PathBuf,
+    client_socket: std::path::PathBuf,
+}
+
+impl Pair {
+    fn start(ns: &Netns, dir: &Path, listen: &str, endpoint: &str) -> Pair {
+        let (server_key, client_key) = (genkey(), genkey());
+        let server_toml = dir.join("server.toml");
+        std::fs::write(
+            &server_toml,
+            format!(
+                "private_key = \"{server_key}\"\nlisten = [\"{listen}\"]\ncontrol_socket = \"{}\"\n\
+                 [tunnel]\nname = \"bns0\"\nipv4 = \"10.78.0.1/24\"\n\
+                 [[peer]]\npublic_key = \"{}\"\nallowed = [\"10.78.0.2/32\"]\n",
+                dir.join("server.sock").display(),
+                pubkey(&client_key)
+            ),
+        )
+        .unwrap();
+        let client_toml = dir.join("client.toml");
+        std::fs::write(
+            &client_toml,
+            client_config(dir, &client_key, &pubkey(&server_key), endpoint),
+        )
+        .unwrap();
+        let server = ns.braid(
+            &["server", "--config", server_toml.to_str().unwrap()],
+            &dir.join("server.log"),
+        );
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !accepts(&dir.join("server.sock")) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let client_log = dir.join("client.log");
+        let client = ns.braid(
+            &["client", "--config", client_toml.to_str().unwrap()],
+            &client_log,
+        );
+        Pair {
+            server: Some(server),
+            client: Some(client),
+            client_log,
+            client_socket: dir.join("client.sock"),
+        }
+    }
+
+    fn client_status(&self) -> Option<Value> {
+        let out = run(braid()
+            .args(["status", "--json", "--socket"])
+            .arg(&self.client_socket));
+        out.status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).unwrap())
+    }
+
+    /// The client's status once its path is up, or the last one seen when
+    /// `within` ran out (`None`: the client never answered).
+    fn wait_for_path_up(&self, within: Duration) -> Option<Value> {
+        let deadline = Instant::now() + within;
+        let mut last = None;
+        while Instant::now() < deadline {
+            last = self.client_status();
+            if last
+                .as_ref()
+                .is_some_and(|s| s["session"]["paths"][0]["state"] == "up")
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        last
+    }
+
+    fn client_log(&self) -> String {
+        std::fs::read_to_string(&self.client_log).unwrap_or_default()
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        self.client.take().map(stop);
+        self.server.take().map(stop);
+    }
+}
+
 /// The client resolves `localhost` (every hosts file has it) and keeps a
 /// session with a server on the namespace's loopback.
 #[test]
@@ -74,72 +164,76 @@ fn a_client_reaches_a_server_it_knows_by_name() {
     }
     let ns = Netns::new("sname");
     let dir = tempfile::tempdir().unwrap();
-    let (server_key, client_key) = (genkey(), genkey());
-    let server_toml = dir.path().join("server.toml");
-    std::fs::write(
-        &server_toml,
-        format!(
-            "private_key = \"{server_key}\"\nlisten = [\"127.0.0.1:51820\"]\ncontrol_socket = \"{}\"\n\
-             [tunnel]\nname = \"bns0\"\nipv4 = \"10.78.0.1/24\"\n\
-             [[peer]]\npublic_key = \"{}\"\nallowed = [\"10.78.0.2/32\"]\n",
-            dir.path().join("server.sock").display(),
-            pubkey(&client_key)
-        ),
-    )
-    .unwrap();
-    let client_toml = dir.path().join("client.toml");
-    std::fs::write(
-        &client_toml,
-        client_config(
-            dir.path(),
-            &client_key,
-            &pubkey(&server_key),
-            "localhost:51820",
-        ),
-    )
-    .unwrap();
-    let server_log = dir.path().join("server.log");
-    let client_log = dir.path().join("client.log");
-    let server = ns.braid(
-        &["server", "--config", server_toml.to_str().unwrap()],
-        &server_log,
-    );
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !accepts(&dir.path().join("server.sock")) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let client = ns.braid(
-        &["client", "--config", client_toml.to_str().unwrap()],
-        &client_log,
-    );
-    let status = || -> Option<Value> {
-        let out = run(braid()
-            .args(["status", "--json", "--socket"])
-            .arg(dir.path().join("client.sock")));
-        out.status
-            .success()
-            .then(|| serde_json::from_slice(&out.stdout).unwrap())
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut last = None;
-    while Instant::now() < deadline {
-        last = status();
-        if last
-            .as_ref()
-            .is_some_and(|s| s["session"]["paths"][0]["state"] == "up")
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    stop(client);
-    stop(server);
-    let log = std::fs::read_to_string(&client_log).unwrap();
+    let pair = Pair::start(&ns, dir.path(), "127.0.0.1:51820", "localhost:51820");
+    let last = pair.wait_for_path_up(Duration::from_secs(20));
+    let log = pair.client_log();
     let last = last.unwrap_or_else(|| panic!("no status from the client; its log:\n{log}"));
     let path = &last["session"]["paths"][0];
     assert_eq!(path["state"], "up", "{last:#}\nclient log:\n{log}");
     assert_eq!(path["remote"], "127.0.0.1:51820", "{last:#}");
     assert!(log.contains("name=localhost:51820"), "{log}");
+}
+
+/// `/etc/netns/NAME/hosts`, which `ip netns exec NAME` mounts over
+/// `/etc/hosts` for what it runs; removed when dropped.
+struct NetnsHosts(std::path::PathBuf);
+
+impl NetnsHosts {
+    fn new(ns: &Netns, text: &str) -> NetnsHosts {
+        let dir = Path::new("/etc/netns").join(&ns.0);
+        std::fs::create_dir_all(&dir).unwrap();
+        let hosts = NetnsHosts(dir);
+        hosts.write(text);
+        hosts
+    }
+
+    /// Rewrites the file in place: the mount shows the same inode.
+    fn write(&self, text: &str) {
+        std::fs::write(self.0.join("hosts"), text).unwrap();
+    }
+}
+
+impl Drop for NetnsHosts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The server's name first points where no server is (127.0.0.1), then,
+/// as a dynamic-DNS record would after the server's address changed, at
+/// the server (127.0.0.2): the client, which heard nothing, resolves the
+/// name again and reaches it without a restart (within 10 s of silence
+/// plus one 10-s lookup interval; the test allows 40 s).
+#[test]
+fn a_client_finds_its_server_again_when_the_name_moves() {
+    if !have_root() {
+        return;
+    }
+    let ns = Netns::new("smoved");
+    let hosts = NetnsHosts::new(&ns, "127.0.0.1 braid-server.test\n");
+    let dir = tempfile::tempdir().unwrap();
+    let pair = Pair::start(
+        &ns,
+        dir.path(),
+        "127.0.0.2:51820",
+        "braid-server.test:51820",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let before = pair.client_status().expect("the client answers");
+    assert_ne!(before["session"]["paths"][0]["state"], "up", "{before:#}");
+    hosts.write("127.0.0.2 braid-server.test\n");
+    let moved = Instant::now();
+    let last = pair.wait_for_path_up(Duration::from_secs(40));
+    let log = pair.client_log();
+    let last = last.unwrap_or_else(|| panic!("no status from the client; its log:\n{log}"));
+    let path = &last["session"]["paths"][0];
+    assert_eq!(path["state"], "up", "{last:#}\nclient log:\n{log}");
+    assert_eq!(path["remote"], "127.0.0.2:51820", "{last:#}");
+    assert!(
+        log.contains("resolves to a new address"),
+        "up {:?} after the move\n{log}",
+        moved.elapsed()
+    );
 }
 
 /// A name that does not resolve stops the client at start with one line

@@ -15,9 +15,10 @@ use crate::config::ServerAddr;
 /// Silence from the server after which its name is resolved again: longer
 /// than a server restart takes to answer a new handshake (about a second),
 /// so a server that merely restarted is not looked up.
-pub const SILENT_BEFORE_RESOLVING: Duration = Duration::from_secs(20);
-/// How often a silent server's name is resolved again.
-pub const RESOLVE_EVERY: Duration = Duration::from_secs(30);
+pub const SILENT_BEFORE_RESOLVING: Duration = Duration::from_secs(10);
+/// How often a silent server's name is resolved again: a lookup per 10 s
+/// costs nothing, and a moved server is found within 20 s.
+pub const RESOLVE_EVERY: Duration = Duration::from_secs(10);
 
 /// The address to start with, or why there is none.
 pub fn resolve_at_start(server: &ServerAddr, ipv6: Option<bool>) -> Result<SocketAddr, String> {
@@ -77,13 +78,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_server_is_looked_up_again_only_after_twenty_silent_seconds() {
+    fn a_server_is_looked_up_again_only_after_ten_silent_seconds() {
         let start = Instant::ZERO;
         let at = |s: u64| start + Duration::from_secs(s);
-        assert!(!silent(at(19), None, start), "never heard, 19 s in");
-        assert!(silent(at(20), None, start), "never heard, 20 s in");
-        assert!(!silent(at(100), Some(at(81)), start));
-        assert!(silent(at(100), Some(at(80)), start));
+        assert!(!silent(at(9), None, start), "never heard, 9 s in");
+        assert!(silent(at(10), None, start), "never heard, 10 s in");
+        assert!(!silent(at(100), Some(at(91)), start));
+        assert!(silent(at(100), Some(at(90)), start));
     }
 
     #[test]
