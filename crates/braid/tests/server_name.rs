@@ -150,8 +150,12 @@ impl Pair {
 
 impl Drop for Pair {
     fn drop(&mut self) {
-        self.client.take().map(stop);
-        self.server.take().map(stop);
+        for child in [self.client.take(), self.server.take()]
+            .into_iter()
+            .flatten()
+        {
+            stop(child);
+        }
     }
 }
 
