@@ -406,7 +406,10 @@ fn a_sender_that_never_sends_its_file_is_given_up() {
     assert_eq!(rcode, 1, "{rerr}");
     assert!(rerr.contains("--stall-timeout"), "{rerr}");
     assert_eq!(scode, 1, "{serr}");
-    assert!(serr.contains("aborted by the peer"), "{serr}");
+    assert!(
+        serr.contains("the receiver gave up (no progress for its --stall-timeout)"),
+        "{serr}"
+    );
     assert!(files.is_empty(), "{files:?}");
 }
 
@@ -459,7 +462,10 @@ fn a_receiver_that_stops_taking_data_is_given_up_by_the_sender() {
     let (rcode, _, _) = recv.finish();
     let rerr = rest(recv_err);
     assert_eq!(rcode, 1, "{rerr}");
-    assert!(rerr.contains("aborted by the peer"), "{rerr}");
+    assert!(
+        rerr.contains("the sender gave up (no progress for its --stall-timeout)"),
+        "{rerr}"
+    );
 }
 
 #[test]
@@ -493,13 +499,63 @@ fn a_receiver_whose_standard_output_closes_stops_and_tells_the_sender() {
     assert!(rerr.contains("standard output was closed"), "{rerr}");
     let (code, _, stderr) = sender.finish();
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("aborted by the peer"), "{stderr}");
+    assert!(
+        stderr.contains("the receiver gave up (its standard output was closed)"),
+        "{stderr}"
+    );
     // Told at once, not after the sender's 15-s silence timeout.
     assert!(
         started.elapsed() < Duration::from_secs(12),
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Ctrl-C on the sender mid-transfer: it says "interrupted", and the
+/// receiver learns at once that the sender was interrupted (not that the
+/// transfer merely failed).
+#[test]
+fn a_sender_stopped_by_a_signal_tells_the_receiver_why() {
+    let dir = Scratch::new("sigint");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let out = dir.out();
+    let (recv, addr, recv_err) =
+        start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
+    let mut send = send_one_path("-", &addr, &send_key, &recv_pub, &[]);
+    send.stdin(Stdio::piped());
+    let mut sender = Running(Some(send.spawn().unwrap()));
+    let mut stdin = sender.child().stdin.take().unwrap();
+    stdin.write_all(&vec![7u8; 100_000]).unwrap();
+    // Under way once the receiver writes the partial file.
+    let partial = out.join(".stdin.braid-partial");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !partial.exists() {
+        assert!(Instant::now() < deadline, "the transfer never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started = Instant::now();
+    // SAFETY: signalling a child this test started, by its pid.
+    unsafe {
+        libc::kill(sender.child().id() as i32, libc::SIGINT);
+    }
+    let (scode, _, serr) = sender.finish();
+    assert_eq!(scode, 1, "{serr}");
+    assert!(serr.contains("interrupted"), "{serr}");
+    let (rcode, _, _) = recv.finish();
+    let rerr = rest(recv_err);
+    assert_eq!(rcode, 1, "{rerr}");
+    assert!(
+        rerr.contains("the sender gave up (it was interrupted (Ctrl-C or a signal))"),
+        "{rerr}"
+    );
+    // Told, not left to find out after its 15-s silence timeout.
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(stdin);
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! gets no answer at all and nothing is written. What travels inside the
 //! streams is in [`header`].
 
+mod give_up;
 mod header;
 mod progress;
 pub mod recv;

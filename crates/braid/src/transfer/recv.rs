@@ -18,12 +18,13 @@ use std::time::Duration;
 
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{Endpoint, EndpointConfig, Event, PeerConfig, PeerId, MAX_DATAGRAM_LEN};
-use braid_core::stream::{code, Connection, ReadOutcome};
+use braid_core::stream::{Connection, ReadOutcome};
 use braid_core::time::Instant;
 use braid_io::PathSocket;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use super::give_up::{self, GiveUp};
 use super::header::{FileHeader, Reply, DIGEST_LEN, UNKNOWN_SIZE};
 use super::progress::Progress;
 use super::stall::StallWatch;
@@ -110,6 +111,8 @@ struct Receiver {
     connected_at: Option<Instant>,
     done_at: Option<Instant>,
     failure: Option<String>,
+    /// Why, as the sender is told when the transfer is aborted.
+    give_up: GiveUp,
     buf: Vec<u8>,
     udp_send_errors: u64,
     /// Stream bytes read so far (headers, data, digests): the transfer's progress.
@@ -183,6 +186,7 @@ async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Resu
         connected_at: None,
         done_at: None,
         failure: None,
+        give_up: GiveUp::Other,
         buf: vec![0; READ_CHUNK],
         udp_send_errors: 0,
         read_bytes: 0,
@@ -197,7 +201,10 @@ async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Resu
     let outcome = loop {
         tokio::select! {
             _ = tick.tick() => {}
-            _ = &mut signal => break Err("interrupted".to_owned()),
+            _ = &mut signal => {
+                driver.input(|r, _| r.give_up = GiveUp::Interrupted);
+                break Err("interrupted".to_owned());
+            }
         }
         let state = driver.input(|r, now| r.state(now, timeout));
         let (done, paths) = driver.inspect(|r, now| {
@@ -216,8 +223,8 @@ async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Resu
         }
     };
     progress.finish();
-    if let Err(msg) = &outcome {
-        let kept = driver.input(|r, _| r.give_up(msg));
+    if outcome.is_err() {
+        let kept = driver.input(|r, _| r.abandon());
         if let Some(path) = kept {
             eprintln!("braid: partial data kept in {}", path.display());
         }
@@ -253,6 +260,7 @@ impl Receiver {
             return State::Failed(msg.clone());
         }
         if let Some(why) = self.stdout.as_ref().and_then(|w| w.broken()) {
+            self.give_up = GiveUp::OutputClosed;
             return State::Failed(why.to_owned());
         }
         if let Some(done) = self.done_at {
@@ -281,6 +289,7 @@ impl Receiver {
         let progress = self.read_bytes + u64::from(self.next_file);
         let (nothing_yet, stall) = (progress == 0, self.stall.as_mut());
         if let Some(still) = stall.and_then(|w| w.check(now, progress, waiting)) {
+            self.give_up = GiveUp::Stalled;
             let what = if nothing_yet {
                 "the sender connected but sent no file"
             } else {
@@ -312,10 +321,10 @@ impl Receiver {
 
     /// The transfer failed: the partial file goes (or stays, marked), the
     /// sender is told. Returns the partial file kept, if any.
-    fn give_up(&mut self, _why: &str) -> Option<PathBuf> {
+    fn abandon(&mut self) -> Option<PathBuf> {
         if let Some(peer) = self.peer {
             if let Some(conn) = self.endpoint.session_mut(peer).and_then(|s| s.stream_mut()) {
-                conn.abort(code::APPLICATION);
+                conn.abort(self.give_up.code());
             }
         }
         let incoming = self.incoming.take()?;
@@ -347,7 +356,7 @@ impl Receiver {
             }
         }
         if let Some(e) = self.conn().and_then(Connection::error) {
-            let msg = format!("transfer failed: {e}");
+            let msg = give_up::describe(e, "sender");
             self.fail(msg);
         }
     }

@@ -12,12 +12,13 @@ use std::time::{Duration, SystemTime};
 
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathRole, Session, MAX_DATAGRAM_LEN};
-use braid_core::stream::{code, ReadOutcome};
+use braid_core::stream::ReadOutcome;
 use braid_core::time::Instant;
 use braid_io::{Binding, PathSocket};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use super::give_up::{self, GiveUp};
 use super::header::{self, FileHeader, Reply, MAX_FILES, UNKNOWN_SIZE};
 use super::progress::Progress;
 use super::stall::StallWatch;
@@ -145,6 +146,8 @@ struct Sender {
     connected_at: Option<Instant>,
     done_at: Option<Instant>,
     failure: Option<String>,
+    /// Why, as the receiver is told when the transfer is aborted.
+    give_up: GiveUp,
     udp_send_errors: u64,
     /// The last pump found the input with nothing to give yet (stdin).
     waiting_for_input: bool,
@@ -376,6 +379,7 @@ async fn transfer(
         connected_at: None,
         done_at: None,
         failure: None,
+        give_up: GiveUp::Other,
         udp_send_errors: 0,
         waiting_for_input: false,
         stall_timeout: Duration::from_secs(args.common.stall_timeout),
@@ -390,7 +394,7 @@ async fn transfer(
         tokio::select! {
             _ = tick.tick() => {}
             _ = &mut signal => {
-                driver.input(|s, _| s.abort("interrupted"));
+                driver.input(|s, _| s.abort(GiveUp::Interrupted));
                 break Err("interrupted".to_owned());
             }
         }
@@ -403,7 +407,7 @@ async fn transfer(
             State::Running => {}
             State::Done => break Ok(()),
             State::Failed(msg) => {
-                driver.input(|s, _| s.abort(&msg));
+                driver.input(|s, _| s.abort(s.give_up));
                 break Err(msg);
             }
         }
@@ -466,6 +470,7 @@ impl Sender {
         let progress = self.acknowledged() + answered;
         let stall = self.stall.as_mut();
         if let Some(still) = stall.and_then(|w| w.check(now, progress, waiting)) {
+            self.give_up = GiveUp::Stalled;
             return State::Failed(format!(
                 "the transfer stalled: the receiver acknowledged no data and answered for no \
                  file in {} s, though it still answers on its paths (--stall-timeout)",
@@ -492,9 +497,9 @@ impl Sender {
         }
     }
 
-    fn abort(&mut self, _why: &str) {
+    fn abort(&mut self, why: GiveUp) {
         if let Some(conn) = self.session.stream_mut() {
-            conn.abort(code::APPLICATION);
+            conn.abort(why.code());
         }
     }
 
@@ -504,6 +509,7 @@ impl Sender {
             return;
         }
         if let Err(e) = self.pump_inner() {
+            self.give_up = GiveUp::InputFailed;
             self.fail(e);
         }
     }
@@ -641,7 +647,7 @@ impl Sender {
             }
         }
         if let Some(e) = self.session.stream().and_then(|c| c.error()) {
-            let msg = format!("transfer failed: {e}");
+            let msg = give_up::describe(e, "receiver");
             self.fail(msg);
         }
     }
