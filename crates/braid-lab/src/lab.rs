@@ -123,7 +123,9 @@ pub fn up(opts: &UpOptions) -> Result<LabStatus, LabError> {
     let result = create(&layout, &config, &opts.emulator);
     if let Err(e) = result {
         // Undo whatever part was made; the first error is the one to report.
-        let _ = remove(&layout);
+        if remove(&layout).is_ok() {
+            let _ = lock.remove();
+        }
         return Err(e);
     }
     drop(lock);
@@ -411,8 +413,10 @@ pub fn down(name: &str) -> Result<Vec<String>, LabError> {
     let layout = LabLayout::new(name)?;
     require_root()?;
     // Waits for an `up` in progress rather than tearing down half a lab.
-    let _lock = LabLock::take(&layout)?;
-    remove(&layout)
+    let lock = LabLock::take(&layout)?;
+    let removed = remove(&layout)?;
+    lock.remove()?;
+    Ok(removed)
 }
 
 /// `down` for a caller that holds the lab's lock.

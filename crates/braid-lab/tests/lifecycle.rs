@@ -17,6 +17,8 @@ fn nothing_left(name: &str) {
     }
     let state = format!("/run/braid-lab/{name}");
     assert!(!Path::new(&state).exists(), "{state} left behind");
+    let lock = format!("/run/braid-lab/{name}.lock");
+    assert!(!Path::new(&lock).exists(), "{lock} left behind");
 }
 
 /// Whether `pid` is alive: a zombie waiting for init to reap it is not.
@@ -56,6 +58,36 @@ fn down_removes_everything_after_the_emulator_was_killed() {
     assert!(!running(emulator), "emulator {emulator} still running");
     // A second down finds nothing and says so.
     assert!(braid_lab::down(&lab.name).unwrap().is_empty());
+}
+
+/// Three `down`s of one lab at once: each waits for the one before,
+/// which removes the lock file it holds; one takes the lab down, the others
+/// find nothing, and no lock file is left (a waiter that locked the removed
+/// file locks the path's new one instead).
+#[test]
+fn downs_at_once_take_the_lab_down_once_and_leave_no_lock_file() {
+    if !have_root() {
+        return;
+    }
+    let lab = Lab::up("t-downs", &["10mbit,1ms"]);
+    let lock = format!("/run/braid-lab/{}.lock", lab.name);
+    assert!(
+        Path::new(&lock).exists(),
+        "a running lab keeps its lock file"
+    );
+    let downs: Vec<_> = (0..3)
+        .map(|_| {
+            let name = lab.name.clone();
+            std::thread::spawn(move || braid_lab::down(&name).expect("down"))
+        })
+        .collect();
+    let removed: Vec<Vec<String>> = downs.into_iter().map(|d| d.join().unwrap()).collect();
+    assert_eq!(
+        removed.iter().filter(|r| !r.is_empty()).count(),
+        1,
+        "{removed:?}"
+    );
+    nothing_left(&lab.name);
 }
 
 #[test]

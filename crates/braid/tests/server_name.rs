@@ -8,13 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use braid_lab::root_guard::have_root_or_skip as have_root;
 use common::{accepts, braid, genkey, pubkey, run, stop};
 use serde_json::Value;
-
-fn have_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// A network namespace with only its loopback, up; deleted when dropped.
 struct Netns(String);
