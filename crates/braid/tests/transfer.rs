@@ -573,7 +573,20 @@ fn bad_arguments_exit_2_with_one_line() {
         dir.path("a").join("same.bin"),
         dir.path("b").join("same.bin"),
     );
+    // A name that would print a second line on the receiver's terminal.
+    let newline = dir.path("two\nlines.bin");
+    std::fs::write(&newline, "x").unwrap();
     let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "send",
+            newline.to_str().unwrap(),
+            "--to",
+            "127.0.0.1:9",
+            "--key",
+            k,
+            "--peer",
+            &public,
+        ],
         vec![
             "send",
             same_a.to_str().unwrap(),

@@ -238,6 +238,29 @@ mod tests {
         assert!(o.get(30).is_some());
     }
 
+    /// The byte count follows inserts and removals, and a stalled path's
+    /// segment is queued for another copy once, only while outstanding.
+    #[test]
+    fn bytes_and_the_resend_queue_follow_every_change() {
+        let mut o = Outstanding::default();
+        o.insert(0, seg(10));
+        o.insert(10, seg(5));
+        assert_eq!(o.bytes(), 15);
+        o.on_copy_sent(0, 0, false);
+        o.on_copy_sent(10, 0, false);
+        assert!(!o.has_lost());
+        assert!(o.mark_for_resend(10));
+        assert!(o.has_lost());
+        assert_eq!(o.next_lost(), Some(10));
+        assert!(!o.mark_for_resend(10), "already queued");
+        assert!(!o.mark_for_resend(99), "not outstanding");
+        assert_eq!(o.next_lost(), Some(10));
+        assert!(o.on_copy_acked(0));
+        assert_eq!(o.bytes(), 5);
+        assert!(o.on_copy_acked(10));
+        assert!(!o.has_lost(), "an acknowledged segment leaves the queue");
+    }
+
     #[test]
     fn the_fault_switch_forgets_lost_segments() {
         let mut o = Outstanding {

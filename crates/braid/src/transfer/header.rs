@@ -67,6 +67,11 @@ pub fn check_name(name: &str) -> Result<(), HeaderError> {
     if name.contains('/') || name.contains('\0') {
         return bad("contains '/' or NUL");
     }
+    // Printed in messages on the receiver's terminal: a newline or an
+    // escape sequence there would forge or garble them.
+    if name.chars().any(char::is_control) {
+        return bad("contains a control character (a newline, a tab, an escape)");
+    }
     Ok(())
 }
 
@@ -182,9 +187,36 @@ mod tests {
     }
 
     #[test]
+    fn plain_names_pass_whatever_their_script() {
+        for name in [
+            "f.bin",
+            "...",
+            " spaced name ",
+            "résumé.pdf",
+            "データ.tar",
+            "a\u{200b}b",
+        ] {
+            assert_eq!(check_name(name), Ok(()), "{name:?}");
+        }
+    }
+
+    #[test]
     fn hostile_headers_are_refused() {
         assert_eq!(FileHeader::parse(b"XRD1"), Err(HeaderError::Magic));
-        for name in ["", ".", "..", "a/b", "../etc/passwd", "/abs", "nul\0"] {
+        for name in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../etc/passwd",
+            "/abs",
+            "nul\0",
+            "two\nlines",
+            "tab\there",
+            "\x1b[2Jclear",
+            "del\x7f",
+            "c1\u{9b}31m",
+        ] {
             let bytes = header(name).encode();
             assert!(
                 matches!(FileHeader::parse(&bytes), Err(HeaderError::Name(_))),
