@@ -171,6 +171,33 @@ mod tests {
         );
     }
 
+    /// The edges of the fin's checks: data and fins that agree with a
+    /// known size are fine, to the byte; one byte of disagreement is not.
+    #[test]
+    fn what_agrees_with_the_fin_is_kept_and_what_contradicts_it_is_refused() {
+        let mut s = RecvStream::default();
+        // The fin first (a bare one at 5), then data ending exactly there,
+        // and the same fin again.
+        assert_eq!(s.on_segment(2, 5, true, b""), Ok(0));
+        assert_eq!(s.on_segment(2, 0, false, b"abcde"), Ok(0));
+        assert_eq!(s.on_segment(2, 5, true, b""), Ok(0));
+        // A fin at another size, though no data lies above it.
+        let mut t = RecvStream::default();
+        t.on_segment(2, 5, true, b"").unwrap();
+        assert_eq!(
+            t.on_segment(2, 0, true, b"abc"),
+            Err(StreamError::Inconsistent(2))
+        );
+        // A fin inside data already buffered (10..20), not only below it.
+        let mut u = RecvStream::default();
+        u.on_segment(3, 10, false, b"0123456789").unwrap();
+        assert_eq!(
+            u.on_segment(3, 14, true, b"4"),
+            Err(StreamError::Inconsistent(3))
+        );
+        assert_eq!(u.on_segment(3, 19, true, b"9"), Ok(0));
+    }
+
     #[test]
     fn overlapping_data_is_read_once() {
         let mut s = RecvStream::default();
