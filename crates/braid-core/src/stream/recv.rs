@@ -206,5 +206,12 @@ mod tests {
         let mut buf = [0u8; 16];
         assert_eq!(s.read(&mut buf), (ReadOutcome::Data(6), 8));
         assert_eq!(&buf[..6], b"abcdef");
+        // A segment wholly inside data read already is released unread.
+        let mut t = RecvStream::default();
+        t.on_segment(0, 0, false, b"abcd").unwrap();
+        t.on_segment(0, 1, false, b"bc").unwrap();
+        assert_eq!(t.buffered_bytes(), 6);
+        assert_eq!(t.read(&mut buf), (ReadOutcome::Data(4), 6));
+        assert_eq!(t.buffered_bytes(), 0);
     }
 }
