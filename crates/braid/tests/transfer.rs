@@ -511,6 +511,33 @@ fn a_receiver_whose_standard_output_closes_stops_and_tells_the_sender() {
     );
 }
 
+/// `--to` takes a name as well as an address (`localhost` is in every
+/// hosts file, so nothing is asked of any DNS server).
+#[test]
+fn a_receiver_given_by_name_gets_the_file() {
+    let dir = Scratch::new("byname");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let data = random_file(&dir.path("f.bin"), 100_000, 3);
+    let out = dir.out();
+    let (recv, addr, recv_err) =
+        start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
+    let port = addr.rsplit_once(':').unwrap().1;
+    let to = format!("localhost:{port}");
+    let mut send = send_one_path(
+        dir.path("f.bin").to_str().unwrap(),
+        &to,
+        &send_key,
+        &recv_pub,
+        &[],
+    );
+    let (code, _, stderr) = Running(Some(send.spawn().unwrap())).finish();
+    assert_eq!(code, 0, "send: {stderr}");
+    let (rcode, _, _) = recv.finish();
+    assert_eq!(rcode, 0, "recv: {}", rest(recv_err));
+    assert_eq!(std::fs::read(out.join("f.bin")).unwrap(), data);
+}
+
 /// Ctrl-C on the sender mid-transfer: it says "interrupted", and the
 /// receiver learns at once that the sender was interrupted (not that the
 /// transfer merely failed).

@@ -1,7 +1,9 @@
-//! The client's `[server] endpoint`: an address (`203.0.113.1:51820`,
-//! `[2001:db8::1]:51820`) or a DNS name and port (`vpn.example.net:51820`),
-//! which the client resolves at start and again while the server stays
-//! silent (a dynamic-DNS host that got a new address).
+//! Where a session's server is: the client's `[server] endpoint`, and
+//! `braid send --to` (the receiver is the session's server). An address
+//! (`203.0.113.1:51820`, `[2001:db8::1]:51820`) or a DNS name and port
+//! (`vpn.example.net:51820`), which the client resolves at start and again
+//! while the server stays silent (a dynamic-DNS host that got a new
+//! address).
 
 use std::fmt;
 use std::io;

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
@@ -23,6 +23,7 @@ use super::header::{self, FileHeader, Reply, MAX_FILES, UNKNOWN_SIZE};
 use super::progress::Progress;
 use super::stall::StallWatch;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
+use crate::config::ServerAddr;
 use crate::daemon::event_loop::{Driver, SocketCore};
 use crate::daemon::{os_seed, runtime, shutdown_signal};
 use crate::{write_stdout, Failure};
@@ -157,7 +158,7 @@ struct Sender {
 }
 
 pub fn run(args: &SendArgs) -> Result<(), Failure> {
-    let remote = resolve(&args.to)?;
+    let remote = resolve(&args.to, &args.via)?;
     let local = StaticKeypair::from_private(super::load_private_key(&args.common.key)?);
     let server = super::parse_public_key(&args.peer)?;
     let bindings = bindings(&args.via, remote)?;
@@ -169,12 +170,18 @@ pub fn run(args: &SendArgs) -> Result<(), Failure> {
     )
 }
 
-fn resolve(to: &str) -> Result<SocketAddr, Failure> {
-    let addr = to
-        .to_socket_addrs()
-        .map_err(|e| Failure::Usage(format!("--to {to:?}: {e} (expected HOST:PORT)")))?
-        .next()
-        .ok_or_else(|| Failure::Usage(format!("--to {to:?}: no address")))?;
+/// `--to` as an address: a name gives its address of the family of the
+/// first `--via` address, if any (else IPv4 first), so that a receiver
+/// with both kinds of address is reached from the paths asked for.
+fn resolve(to: &str, via: &[String]) -> Result<SocketAddr, Failure> {
+    let receiver = ServerAddr::parse(to).map_err(|e| Failure::Usage(format!("--to {e}")))?;
+    let family = via
+        .iter()
+        .find_map(|v| v.parse::<IpAddr>().ok())
+        .map(|ip| ip.is_ipv6());
+    let addr = receiver
+        .resolve(family)
+        .map_err(|e| Failure::Usage(format!("--to {to:?}: {e}")))?;
     match crate::unsendable(addr) {
         Some(problem) => Err(Failure::Usage(format!("--to {to:?}: {problem}"))),
         None => Ok(addr),
