@@ -401,10 +401,6 @@ impl Session {
         self.keys.current.is_some()
     }
 
-    pub fn path_count(&self) -> usize {
-        self.paths.len()
-    }
-
     /// Client: path `path` takes `role` from now on (a data cap demoting a
     /// metered path to backup, and restoring it). The sender's usable paths
     /// follow at once; the server, which knows roles only from the

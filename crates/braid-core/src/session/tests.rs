@@ -733,6 +733,44 @@ fn a_path_demoted_at_run_time_stops_carrying_data_both_ways_until_restored() {
     assert_eq!(numbers(&pair.client_got), (0..600).collect::<Vec<_>>());
 }
 
+/// A path made overflow at run time (earliest-arrival) carries none of a
+/// light load the primary path takes alone, though it is the quicker one;
+/// made primary again, it carries most of it (it is the quicker one).
+#[test]
+fn a_path_made_overflow_at_run_time_carries_only_what_the_primary_cannot() {
+    let mut pair = connected(&[10, 5]);
+    let data_on = |pair: &Pair, i: usize| pair.client.sender().path(i).counters.sent_packets;
+    let now = pair.now;
+    pair.client
+        .set_path_role(now, 1, PathRole::Overflow)
+        .unwrap();
+    assert_eq!(pair.client.stats(now).paths[1].role, PathRole::Overflow);
+    let before = (data_on(&pair, 0), data_on(&pair, 1));
+    // 200-byte packets every 5 ms: 0.3 Mbit/s, nothing for an ideal path.
+    pair.exchange(100, ms(5));
+    assert!(
+        data_on(&pair, 0) - before.0 >= 100,
+        "the primary carried it"
+    );
+    assert_eq!(
+        data_on(&pair, 1),
+        before.1,
+        "the overflow path carried none"
+    );
+    let now = pair.now;
+    pair.client
+        .set_path_role(now, 1, PathRole::Primary)
+        .unwrap();
+    let before = data_on(&pair, 1);
+    pair.exchange(100, ms(5));
+    let carried = data_on(&pair, 1) - before;
+    assert!(
+        carried >= 50,
+        "primary again: it carries ({carried}; path 0 {})",
+        data_on(&pair, 0)
+    );
+}
+
 #[test]
 fn set_path_role_refuses_what_it_cannot_do() {
     let mut pair = connected(&[10, 10]);
