@@ -882,6 +882,77 @@ fn hostile_datagrams_are_dropped_and_counted() {
     );
 }
 
+/// A client session's config is refused at its limits' first bad value:
+/// no path, one path too many, a tunnel MTU one byte outside its range.
+#[test]
+fn a_client_config_is_refused_just_past_its_limits() {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let build = |paths: usize, mtu: usize| {
+        let mut config = client_config(&ck, &sk.public, &vec![10; paths]);
+        config.session.tunnel_mtu = mtu;
+        Session::client(config, [7; 32]).map(|_| ())
+    };
+    let mtu = SessionConfig::default().tunnel_mtu;
+    assert_eq!(build(0, mtu), Err(ConfigError::NoPaths));
+    assert_eq!(build(MAX_SESSION_PATHS, mtu), Ok(()));
+    assert_eq!(
+        build(MAX_SESSION_PATHS + 1, mtu),
+        Err(ConfigError::TooManyPaths(MAX_SESSION_PATHS + 1))
+    );
+    assert_eq!(build(1, MIN_TUNNEL_MTU), Ok(()));
+    assert_eq!(build(1, MAX_TUNNEL_MTU), Ok(()));
+    for bad in [MIN_TUNNEL_MTU - 1, MAX_TUNNEL_MTU + 1] {
+        assert_eq!(build(1, bad), Err(ConfigError::TunnelMtu(bad)));
+    }
+}
+
+/// The client's own cheap checks, at their edges: an oversized datagram,
+/// and a handshake response too short or too long, each dropped and
+/// counted before any cryptography, the pending handshake kept.
+#[test]
+fn the_clients_cheap_checks_hold_at_their_edges() {
+    // The buffer holds the largest datagram at the largest tunnel MTU, with
+    // 64 bytes to spare and no more: longer input is refused unread.
+    assert_eq!(MAX_DATAGRAM_LEN, MAX_TUNNEL_MTU + SESSION_OVERHEAD + 64);
+    let mut pair = Pair::new(&[10]);
+    pair.client.handle_timeout(pair.now);
+    let now = pair.now;
+    let mut feed = |bytes: Vec<u8>| {
+        pair.client
+            .handle_datagram(now, Some(0), addr(SERVER), &mut bytes.clone())
+    };
+    assert_eq!(
+        feed(vec![0x42; MAX_DATAGRAM_LEN + 1]),
+        Err(DropReason::Oversized)
+    );
+    assert_eq!(
+        feed(vec![0x42; MAX_DATAGRAM_LEN]),
+        Err(DropReason::UnknownType)
+    );
+    let shortest = handshake::response_len(0);
+    for len in [1, shortest - 1, handshake::MAX_RESPONSE_LEN + 1] {
+        assert_eq!(
+            feed(vec![RESPONSE_TYPE; len]),
+            Err(DropReason::Truncated),
+            "{len}"
+        );
+    }
+    for len in [shortest, handshake::MAX_RESPONSE_LEN] {
+        assert_eq!(
+            feed(vec![RESPONSE_TYPE; len]),
+            Err(DropReason::UnknownIndex),
+            "{len}"
+        );
+    }
+    let drops = pair.client.stats(now).drops;
+    assert_eq!(drops.count(DropReason::Truncated), 3);
+    assert_eq!(drops.total(), 7);
+    // The pending handshake survived all that.
+    pair.run_for(ms(500));
+    assert!(pair.client.is_connected());
+    assert_eq!(pair.client.stats(pair.now).handshakes, 1);
+}
+
 #[test]
 fn replayed_initiation_gets_no_reply() {
     let mut pair = Pair::new(&[10]);
