@@ -727,10 +727,30 @@ fn a_path_demoted_at_run_time_stops_carrying_data_both_ways_until_restored() {
         "server left the restored path idle: {} bytes",
         s5 - s4
     );
-    // Nothing was lost across the two rekeys.
+    // Nothing was lost across the two rekeys, which both ends count.
     pair.run_for(ms(200));
     assert_eq!(numbers(&pair.server_got), (0..600).collect::<Vec<_>>());
     assert_eq!(numbers(&pair.client_got), (0..600).collect::<Vec<_>>());
+    let server = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+    assert_eq!((server.handshakes, server.rekeys), (3, 2));
+    let client = pair.client.stats(pair.now);
+    assert_eq!((client.handshakes, client.rekeys), (3, 2));
+}
+
+/// Before any data, a path's round trip is its probes': exactly twice its
+/// one-way delay here (the server answers a probe at once).
+#[test]
+fn probes_measure_each_paths_round_trip_before_any_data() {
+    let mut pair = connected(&[10, 30]);
+    pair.run_for(ms(300));
+    let rtts: Vec<_> = pair
+        .client
+        .stats(pair.now)
+        .paths
+        .iter()
+        .map(|p| p.rtt)
+        .collect();
+    assert_eq!(rtts, [Some(ms(20)), Some(ms(60))]);
 }
 
 /// A path made overflow at run time (earliest-arrival) carries none of a
