@@ -278,7 +278,17 @@ fn handshake_then_data_both_ways_in_order() {
     for p in &stats.paths {
         assert_eq!(p.state, PathState::Up, "{}", p.name);
         assert!(p.tx_packets > 50, "{} sent {}", p.name, p.tx_packets);
+        assert!(p.rx_packets > 50, "{} received {}", p.name, p.rx_packets);
     }
+    // The server's address never changed: no path was "rebound".
+    assert!(
+        !pair
+            .client_events
+            .iter()
+            .any(|(_, e)| matches!(e, Event::PathRebound { .. })),
+        "{:?}",
+        pair.client_events
+    );
     let server_stats = pair.server.session(pair.peer()).unwrap().stats(pair.now);
     assert!(server_stats.paths.iter().all(|p| p.state == PathState::Up));
     assert_eq!(stats.drops.total(), 0, "{:?}", stats.drops);
