@@ -280,6 +280,7 @@ fn handshake_then_data_both_ways_in_order() {
         assert!(p.tx_packets > 50, "{} sent {}", p.name, p.tx_packets);
         assert!(p.rx_packets > 50, "{} received {}", p.name, p.rx_packets);
     }
+    assert_eq!(stats.delivered, 500);
     // The server's address never changed: no path was "rebound".
     assert!(
         !pair
@@ -326,6 +327,29 @@ impl Pair {
             self.flush();
         }
     }
+}
+
+/// Feedback rides with data where it fits: small packets both ways, each
+/// side's acknowledgements leave inside its next data datagram instead of
+/// a datagram of their own.
+#[test]
+fn feedback_rides_with_data_where_it_fits() {
+    let mut pair = connected(&[10]);
+    let sent = |pair: &Pair| pair.client.stats(pair.now).paths[0].tx_packets;
+    let before = sent(&pair);
+    for i in 0..300u32 {
+        pair.client.send(pair.now, tagged(0, i)).unwrap();
+        let peer = pair.peer();
+        pair.server.send(pair.now, peer, tagged(1, i)).unwrap();
+        pair.run_in_ticks(ms(1), ms(1));
+    }
+    pair.run_in_ticks(ms(200), ms(1));
+    assert_eq!(pair.server_got.len(), 300);
+    let datagrams = sent(&pair) - before;
+    assert!(
+        datagrams < 300 + 60,
+        "{datagrams} datagrams for 300 packets"
+    );
 }
 
 #[test]
@@ -1336,6 +1360,10 @@ fn a_path_whose_link_is_lost_goes_down_at_once_and_comes_back_when_answered() {
         s.paths[0].tx_packets, before.tx_packets,
         "nothing sent on a lost link, not even probes"
     );
+    assert_eq!(
+        s.paths[0].probes_sent, before.probes_sent,
+        "no probe even made for it"
+    );
     assert!(
         s.paths[0].rx_packets > before.rx_packets,
         "the server still sent on it: heard, yet the path stayed down"
@@ -1369,6 +1397,25 @@ fn a_path_whose_link_is_lost_goes_down_at_once_and_comes_back_when_answered() {
     assert_eq!(s.paths[0].state, PathState::Up);
     assert_eq!(s.paths[0].down_reason, None);
     assert!(!s.paths[0].link_lost);
+}
+
+/// A silent path is marked down exactly when its silence reaches the
+/// limit: the session asks to be woken then, not at its next probe.
+#[test]
+fn a_silent_path_goes_down_the_moment_its_silence_reaches_the_limit() {
+    let mut pair = connected(&[10, 30]);
+    pair.exchange(20, ms(5));
+    pair.links[0].up = false;
+    pair.exchange(100, ms(5));
+    let limit = SessionConfig::default().path_down_after;
+    let silent = pair.client_events.iter().find_map(|(_, e)| match e {
+        Event::PathDown {
+            path: 0,
+            reason: PathDownReason::Silent(d),
+        } => Some(*d),
+        _ => None,
+    });
+    assert_eq!(silent, Some(limit));
 }
 
 #[test]
