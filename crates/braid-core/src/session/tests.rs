@@ -1007,6 +1007,57 @@ fn the_clients_cheap_checks_hold_at_their_edges() {
     assert_eq!(pair.client.stats(pair.now).handshakes, 1);
 }
 
+/// Unanswered initiations take the paths in turn, skipping a path whose
+/// link is lost; once some paths are up, a new handshake goes on one of
+/// those, not on a dead one that happens to be next in turn.
+#[test]
+fn initiations_take_the_paths_in_turn_and_prefer_live_ones() {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut client =
+        Session::client(client_config(&ck, &sk.public, &[10, 10, 10]), [7; 32]).unwrap();
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let mut initiations = |client: &mut Session, now: &mut Instant, n: usize| {
+        let mut paths = Vec::new();
+        while paths.len() < n {
+            *now = client.poll_timeout().unwrap().max(*now);
+            client.handle_timeout(*now);
+            while let Some(t) = client.poll_transmit(*now, &mut buf) {
+                if buf[0] == INITIATION_TYPE {
+                    paths.push(t.path);
+                }
+            }
+        }
+        paths
+    };
+    let mut now = Instant::from_nanos(1_000_000_000);
+    assert_eq!(initiations(&mut client, &mut now, 4), [0, 1, 2, 0]);
+    client.handle_link_change(now, 1, false);
+    assert_eq!(initiations(&mut client, &mut now, 4), [2, 0, 2, 0]);
+
+    // Paths 0 and 1 die; path 2 stays up. A role change starts a handshake
+    // at once: it must complete, so it went out on path 2.
+    let mut pair = connected(&[10, 10, 10]);
+    pair.exchange(20, ms(5));
+    pair.links[0].up = false;
+    pair.links[1].up = false;
+    pair.exchange(100, ms(5));
+    let handshakes = pair.client.stats(pair.now).handshakes;
+    let retry = SessionConfig::default().handshake_retry;
+    for start in 0..3 {
+        // Past the retry interval, so the role change's handshake starts at once.
+        pair.run_for(retry);
+        let now = pair.now;
+        let role = [PathRole::Backup, PathRole::Primary][start % 2];
+        pair.client.set_path_role(now, 0, role).unwrap();
+        pair.run_for(ms(100));
+        assert_eq!(
+            pair.client.stats(pair.now).handshakes,
+            handshakes + 1 + start as u64,
+            "handshake {start}"
+        );
+    }
+}
+
 #[test]
 fn replayed_initiation_gets_no_reply() {
     let mut pair = Pair::new(&[10]);
