@@ -1159,7 +1159,10 @@ impl Session {
             reseq_skipped: self.receiver.resequencer().counters.skipped,
             delivered: self.delivered,
             send_queue_bytes: self.sender.queued_bytes(),
-            send_dropped: c.dropped_stale + c.rejected_queue_full + c.dropped_by_scheduler,
+            send_dropped: c.dropped_stale
+                + c.rejected_queue_full
+                + c.dropped_overflow
+                + c.dropped_by_scheduler,
             send_reinjected: c.reinjected,
             send_reinjected_bytes: c.reinjected_bytes,
             send_resent: c.resent,

@@ -214,7 +214,8 @@ pub struct SessionStats {
     pub reseq_skipped: u64,
     pub delivered: u64,
     pub send_queue_bytes: usize,
-    /// Inner packets dropped in the send queue (stale, full, scheduler).
+    /// Inner packets dropped in the send queue: stale, refused, pushed out
+    /// of a full queue (from its longest flow), or no path could take them.
     pub send_dropped: u64,
     /// Inner packets a path had in flight when it went down, sent again on
     /// another path, and their bytes.

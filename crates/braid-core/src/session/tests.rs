@@ -1058,6 +1058,30 @@ fn initiations_take_the_paths_in_turn_and_prefer_live_ones() {
     }
 }
 
+/// Packets a full send queue pushes out (from its longest flow) count
+/// among the session's send drops, as stale ones do.
+#[test]
+fn packets_a_full_send_queue_pushes_out_are_counted_as_dropped() {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut config = client_config(&ck, &sk.public, &[10]);
+    config.session.max_queue_bytes = 3_000;
+    let client = Session::client(config, [7; 32]).unwrap();
+    let mut pair = Pair::with(client, ck, sk, &[10]);
+    pair.run_for(ms(500));
+    assert!(pair.client.is_connected());
+    let now = pair.now;
+    // More at once than the paths' windows take and the queue holds.
+    for _ in 0..300 {
+        pair.client.send(now, vec![7; 1_000]).unwrap();
+    }
+    pair.run_for(ms(200));
+    let c = &pair.client.sender().counters;
+    assert!(c.dropped_overflow > 100, "{c:?}");
+    assert_eq!(c.dropped_stale + c.rejected_queue_full, 0, "{c:?}");
+    let overflow = c.dropped_overflow;
+    assert_eq!(pair.client.stats(pair.now).send_dropped, overflow);
+}
+
 #[test]
 fn replayed_initiation_gets_no_reply() {
     let mut pair = Pair::new(&[10]);
