@@ -281,6 +281,16 @@ fn handshake_then_data_both_ways_in_order() {
         assert!(p.rx_packets > 50, "{} received {}", p.name, p.rx_packets);
     }
     assert_eq!(stats.delivered, 500);
+    // Path 1 is 20 ms slower: some packets waited for it, on average less
+    // than the longest wait.
+    assert!(stats.reseq_delay_max > Duration::ZERO);
+    assert!(stats.reseq_delay_mean > Duration::ZERO);
+    assert!(
+        stats.reseq_delay_mean < stats.reseq_delay_max,
+        "mean {:?}, max {:?}",
+        stats.reseq_delay_mean,
+        stats.reseq_delay_max
+    );
     // The server's address never changed: no path was "rebound".
     assert!(
         !pair
@@ -777,14 +787,12 @@ fn a_path_demoted_at_run_time_stops_carrying_data_both_ways_until_restored() {
 fn probes_measure_each_paths_round_trip_before_any_data() {
     let mut pair = connected(&[10, 30]);
     pair.run_for(ms(300));
-    let rtts: Vec<_> = pair
-        .client
-        .stats(pair.now)
-        .paths
-        .iter()
-        .map(|p| p.rtt)
-        .collect();
+    let stats = pair.client.stats(pair.now);
+    let rtts: Vec<_> = stats.paths.iter().map(|p| p.rtt).collect();
     assert_eq!(rtts, [Some(ms(20)), Some(ms(60))]);
+    for p in &stats.paths {
+        assert!(p.probes_sent >= 3, "{}: {} probes", p.name, p.probes_sent);
+    }
 }
 
 /// A path made overflow at run time (earliest-arrival) carries none of a
@@ -794,14 +802,29 @@ fn probes_measure_each_paths_round_trip_before_any_data() {
 fn a_path_made_overflow_at_run_time_carries_only_what_the_primary_cannot() {
     let mut pair = connected(&[10, 5]);
     let data_on = |pair: &Pair, i: usize| pair.client.sender().path(i).counters.sent_packets;
+    let server_data_on = |pair: &Pair, i: usize| {
+        let session = pair.server.session(pair.peer()).unwrap();
+        session.sender().path(i).counters.sent_packets
+    };
     let now = pair.now;
     pair.client
         .set_path_role(now, 1, PathRole::Overflow)
         .unwrap();
     assert_eq!(pair.client.stats(now).paths[1].role, PathRole::Overflow);
+    // The server learns the role from the handshake the change starts
+    // (at once, or a retry interval after the last handshake).
+    pair.run_for(SessionConfig::default().handshake_retry + ms(100));
+    let server = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+    assert_eq!(server.paths[1].role, PathRole::Overflow);
     let before = (data_on(&pair, 0), data_on(&pair, 1));
+    let server_before = server_data_on(&pair, 1);
     // 200-byte packets every 5 ms: 0.3 Mbit/s, nothing for an ideal path.
     pair.exchange(100, ms(5));
+    assert_eq!(
+        server_data_on(&pair, 1),
+        server_before,
+        "the server did not use it either"
+    );
     assert!(
         data_on(&pair, 0) - before.0 >= 100,
         "the primary carried it"
