@@ -83,7 +83,8 @@ fn pick(found: &[SocketAddr], ipv6: Option<bool>) -> Option<SocketAddr> {
     }
 }
 
-/// Letters, digits and hyphens in dot-separated labels of 1 to 63
+/// Letters, digits, hyphens and underscores (some internal DNS zones have
+/// them, and resolvers take them) in dot-separated labels of 1 to 63
 /// characters, no label starting or ending with a hyphen, 253 at most; a
 /// trailing dot (the root) is allowed.
 fn is_dns_name(name: &str) -> bool {
@@ -94,7 +95,9 @@ fn is_dns_name(name: &str) -> bool {
             (1..=MAX_LABEL_LEN).contains(&label.len())
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         })
 }
 
@@ -139,6 +142,7 @@ mod tests {
             ("vpn.example.net:51820", name("vpn.example.net", 51820)),
             ("VPN.Example.NET.:1", name("vpn.example.net.", 1)),
             ("localhost:9", name("localhost", 9)),
+            ("gw_1.corp.example:9", name("gw_1.corp.example", 9)),
             (
                 "xn--bcher-kva.example:65535",
                 name("xn--bcher-kva.example", 65535),
@@ -166,7 +170,8 @@ mod tests {
             ("vpn..example:1", "is neither"),
             ("-vpn.example:1", "is neither"),
             ("vpn-.example:1", "is neither"),
-            ("vpn_1.example:1", "is neither"),
+            ("vpn:1.example:1", "(IPv6 as [ADDR]:PORT)"),
+            ("vpn*.example:1", "is neither"),
             ("vpn example:1", "is neither"),
             ("bücher.example:1", "is neither"),
             (long_label.as_str(), "is neither"),

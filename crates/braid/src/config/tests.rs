@@ -242,8 +242,8 @@ fn values_a_daemon_cannot_use_are_refused_with_their_line() {
         ),
         (
             "192.0.2.1:51820",
-            "vpn_example.net:51820",
-            "c.toml:4: field `endpoint`: \"vpn_example.net:51820\": \"vpn_example.net\" is neither an IP address nor a DNS name",
+            "vpn!example.net:51820",
+            "c.toml:4: field `endpoint`: \"vpn!example.net:51820\": \"vpn!example.net\" is neither an IP address nor a DNS name",
         ),
         (
             "[tunnel]\n",
