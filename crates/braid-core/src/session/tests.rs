@@ -279,6 +279,13 @@ fn handshake_then_data_both_ways_in_order() {
         assert_eq!(p.state, PathState::Up, "{}", p.name);
         assert!(p.tx_packets > 50, "{} sent {}", p.name, p.tx_packets);
         assert!(p.rx_packets > 50, "{} received {}", p.name, p.rx_packets);
+        assert!(
+            p.rx_bytes > 200 * p.rx_packets / 2,
+            "{} received {} bytes in {} packets",
+            p.name,
+            p.rx_bytes,
+            p.rx_packets
+        );
     }
     assert_eq!(stats.delivered, 500);
     // Path 1 is 20 ms slower: some packets waited for it, on average less
@@ -360,6 +367,57 @@ fn feedback_rides_with_data_where_it_fits() {
         datagrams < 300 + 60,
         "{datagrams} datagrams for 300 packets"
     );
+}
+
+/// The same with data packets nearly as large as the tunnel MTU: an
+/// acknowledgement still fits beside each, up to the size of a full data
+/// packet.
+#[test]
+fn feedback_rides_with_nearly_full_data_packets() {
+    let mut pair = connected(&[10]);
+    let size = SessionConfig::default().tunnel_mtu - 30;
+    let sent = |pair: &Pair| pair.client.stats(pair.now).paths[0].tx_packets;
+    let before = sent(&pair);
+    for i in 0..300u32 {
+        let mut p = tagged(0, i);
+        p.resize(size, 0);
+        pair.client.send(pair.now, p.clone()).unwrap();
+        let peer = pair.peer();
+        p[0] = 1;
+        pair.server.send(pair.now, peer, p).unwrap();
+        pair.run_in_ticks(ms(1), ms(1));
+    }
+    pair.run_in_ticks(ms(200), ms(1));
+    assert_eq!(pair.server_got.len(), 300);
+    let datagrams = sent(&pair) - before;
+    assert!(
+        datagrams < 300 + 60,
+        "{datagrams} datagrams for 300 packets"
+    );
+}
+
+/// A handshake response that the owner reports on a path the client does
+/// not have still completes the handshake (no path is credited with it).
+#[test]
+fn a_response_on_an_unknown_path_completes_the_handshake_harmlessly() {
+    let mut pair = Pair::new(&[10]);
+    pair.client.handle_timeout(pair.now);
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let t = pair.client.poll_transmit(pair.now, &mut buf).unwrap();
+    let from = pair.links[0].client_addr;
+    let now = pair.now;
+    pair.server
+        .handle_datagram(now, from, &mut buf[..t.len].to_vec())
+        .unwrap();
+    let (_, r) = pair.server.poll_transmit(now, &mut buf).unwrap();
+    let mut response = buf[..r.len].to_vec();
+    assert_eq!(
+        pair.client
+            .handle_datagram(now, Some(1), addr(SERVER), &mut response),
+        Ok(())
+    );
+    assert!(pair.client.is_connected());
+    assert_eq!(pair.client.stats(now).paths[0].rx_packets, 0);
 }
 
 #[test]
