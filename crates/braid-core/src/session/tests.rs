@@ -1139,13 +1139,14 @@ fn initiations_take_the_paths_in_turn_and_prefer_live_ones() {
     }
 }
 
-/// Packets a full send queue pushes out (from its longest flow) count
-/// among the session's send drops, as stale ones do.
+/// Packets a full send queue pushes out (from its longest flow), and
+/// packets larger than the whole queue, count among the session's send
+/// drops, as stale ones do.
 #[test]
 fn packets_a_full_send_queue_pushes_out_are_counted_as_dropped() {
     let (ck, sk) = (keypair(1), keypair(2));
     let mut config = client_config(&ck, &sk.public, &[10]);
-    config.session.max_queue_bytes = 3_000;
+    config.session.max_queue_bytes = 1_200;
     let client = Session::client(config, [7; 32]).unwrap();
     let mut pair = Pair::with(client, ck, sk, &[10]);
     pair.run_for(ms(500));
@@ -1155,12 +1156,18 @@ fn packets_a_full_send_queue_pushes_out_are_counted_as_dropped() {
     for _ in 0..300 {
         pair.client.send(now, vec![7; 1_000]).unwrap();
     }
+    for _ in 0..5 {
+        assert_eq!(
+            pair.client.send(now, vec![7; 1_300]),
+            Err(SessionSendError::QueueFull)
+        );
+    }
     pair.run_for(ms(200));
     let c = &pair.client.sender().counters;
     assert!(c.dropped_overflow > 100, "{c:?}");
-    assert_eq!(c.dropped_stale + c.rejected_queue_full, 0, "{c:?}");
+    assert_eq!((c.dropped_stale, c.rejected_queue_full), (0, 5), "{c:?}");
     let overflow = c.dropped_overflow;
-    assert_eq!(pair.client.stats(pair.now).send_dropped, overflow);
+    assert_eq!(pair.client.stats(pair.now).send_dropped, overflow + 5);
 }
 
 #[test]
