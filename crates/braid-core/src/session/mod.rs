@@ -404,8 +404,10 @@ impl Session {
     /// Client: path `path` takes `role` from now on (a data cap demoting a
     /// metered path to backup, and restoring it). The sender's usable paths
     /// follow at once; the server, which knows roles only from the
-    /// handshake, is told by a handshake started now (a rekey: no data is
-    /// lost). Setting the role a path already has changes nothing.
+    /// handshake, is told by a handshake started now, or a retry interval
+    /// (`handshake_retry`) after the previous one if that was more recent
+    /// (a rekey: no data is lost). Setting the role a path already has
+    /// changes nothing.
     pub fn set_path_role(
         &mut self,
         now: Instant,
