@@ -313,6 +313,20 @@ fn handshake_then_data_both_ways_in_order() {
 }
 
 impl Pair {
+    /// Sends `n` packets of `size` bytes each way (numbered as by
+    /// `tagged`), one per 1-ms tick.
+    fn exchange_in_ticks(&mut self, n: u32, size: usize) {
+        for i in 0..n {
+            let mut p = tagged(0, i);
+            p.resize(size, 0);
+            assert_eq!(self.client.send(self.now, p.clone()), Ok(()), "send {i}");
+            let peer = self.peer();
+            p[0] = 1;
+            assert_eq!(self.server.send(self.now, peer, p), Ok(()), "send {i}");
+            self.run_in_ticks(ms(1), ms(1));
+        }
+    }
+
     /// Runs like a daemon whose timers have a granularity of `tick`: every
     /// tick, whatever arrived and whatever timer expired is handled, then
     /// all output is flushed at once (so feedback and data leave together).
@@ -346,54 +360,26 @@ impl Pair {
     }
 }
 
-/// Feedback rides with data where it fits: small packets both ways, each
-/// side's acknowledgements leave inside its next data datagram instead of
-/// a datagram of their own.
+/// Feedback rides with data where it fits: with small packets both ways,
+/// and with data packets nearly as large as the tunnel MTU (an
+/// acknowledgement still fits beside each, up to the size of a full data
+/// packet), each side's acknowledgements leave inside its next data
+/// datagram instead of a datagram of their own.
 #[test]
 fn feedback_rides_with_data_where_it_fits() {
-    let mut pair = connected(&[10]);
-    let sent = |pair: &Pair| pair.client.stats(pair.now).paths[0].tx_packets;
-    let before = sent(&pair);
-    for i in 0..300u32 {
-        pair.client.send(pair.now, tagged(0, i)).unwrap();
-        let peer = pair.peer();
-        pair.server.send(pair.now, peer, tagged(1, i)).unwrap();
-        pair.run_in_ticks(ms(1), ms(1));
+    for size in [200, SessionConfig::default().tunnel_mtu - 30] {
+        let mut pair = connected(&[10]);
+        let sent = |pair: &Pair| pair.client.stats(pair.now).paths[0].tx_packets;
+        let before = sent(&pair);
+        pair.exchange_in_ticks(300, size);
+        pair.run_in_ticks(ms(200), ms(1));
+        assert_eq!(pair.server_got.len(), 300);
+        let datagrams = sent(&pair) - before;
+        assert!(
+            datagrams < 300 + 60,
+            "{datagrams} datagrams for 300 packets of {size} bytes"
+        );
     }
-    pair.run_in_ticks(ms(200), ms(1));
-    assert_eq!(pair.server_got.len(), 300);
-    let datagrams = sent(&pair) - before;
-    assert!(
-        datagrams < 300 + 60,
-        "{datagrams} datagrams for 300 packets"
-    );
-}
-
-/// The same with data packets nearly as large as the tunnel MTU: an
-/// acknowledgement still fits beside each, up to the size of a full data
-/// packet.
-#[test]
-fn feedback_rides_with_nearly_full_data_packets() {
-    let mut pair = connected(&[10]);
-    let size = SessionConfig::default().tunnel_mtu - 30;
-    let sent = |pair: &Pair| pair.client.stats(pair.now).paths[0].tx_packets;
-    let before = sent(&pair);
-    for i in 0..300u32 {
-        let mut p = tagged(0, i);
-        p.resize(size, 0);
-        pair.client.send(pair.now, p.clone()).unwrap();
-        let peer = pair.peer();
-        p[0] = 1;
-        pair.server.send(pair.now, peer, p).unwrap();
-        pair.run_in_ticks(ms(1), ms(1));
-    }
-    pair.run_in_ticks(ms(200), ms(1));
-    assert_eq!(pair.server_got.len(), 300);
-    let datagrams = sent(&pair) - before;
-    assert!(
-        datagrams < 300 + 60,
-        "{datagrams} datagrams for 300 packets"
-    );
 }
 
 /// A handshake response that the owner reports on a path the client does
@@ -427,15 +413,7 @@ fn feedback_bundled_with_full_size_packets_stays_within_the_path_mtu() {
     // Full-size inner packets both ways, handled in 1-ms ticks: each side
     // has feedback to send while full packets wait in its queue, and
     // bundles the two.
-    for i in 0..300u32 {
-        let mut full = tagged(0, i);
-        full.resize(mtu, 0);
-        assert_eq!(pair.client.send(pair.now, full.clone()), Ok(()), "send {i}");
-        let peer = pair.peer();
-        full[0] = 1;
-        assert_eq!(pair.server.send(pair.now, peer, full), Ok(()));
-        pair.run_in_ticks(ms(1), ms(1));
-    }
+    pair.exchange_in_ticks(300, mtu);
     pair.run_in_ticks(ms(500), ms(1));
     assert_eq!(pair.server_got.len(), 300);
     assert_eq!(pair.client_got.len(), 300);
