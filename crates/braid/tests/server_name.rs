@@ -121,9 +121,10 @@ impl Pair {
             .then(|| serde_json::from_slice(&out.stdout).unwrap())
     }
 
-    /// The client's status once its path is up, or the last one seen when
-    /// `within` ran out (`None`: the client never answered).
-    fn wait_for_path_up(&self, within: Duration) -> Option<Value> {
+    /// Waits up to `within` for the client's path to be up, and fails
+    /// with the last status seen and the client's log if it is not;
+    /// returns the path's status and the log.
+    fn wait_for_path_up(&self, within: Duration) -> (Value, String) {
         let deadline = Instant::now() + within;
         let mut last = None;
         while Instant::now() < deadline {
@@ -136,7 +137,11 @@ impl Pair {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        last
+        let log = self.client_log();
+        let last = last.unwrap_or_else(|| panic!("no status from the client; its log:\n{log}"));
+        let path = last["session"]["paths"][0].clone();
+        assert_eq!(path["state"], "up", "{last:#}\nclient log:\n{log}");
+        (path, log)
     }
 
     fn client_log(&self) -> String {
@@ -165,12 +170,8 @@ fn a_client_reaches_a_server_it_knows_by_name() {
     let ns = Netns::new("sname");
     let dir = tempfile::tempdir().unwrap();
     let pair = Pair::start(&ns, dir.path(), "127.0.0.1:51820", "localhost:51820");
-    let last = pair.wait_for_path_up(Duration::from_secs(20));
-    let log = pair.client_log();
-    let last = last.unwrap_or_else(|| panic!("no status from the client; its log:\n{log}"));
-    let path = &last["session"]["paths"][0];
-    assert_eq!(path["state"], "up", "{last:#}\nclient log:\n{log}");
-    assert_eq!(path["remote"], "127.0.0.1:51820", "{last:#}");
+    let (path, log) = pair.wait_for_path_up(Duration::from_secs(20));
+    assert_eq!(path["remote"], "127.0.0.1:51820", "{path:#}");
     assert!(log.contains("name=localhost:51820"), "{log}");
 }
 
@@ -223,12 +224,8 @@ fn a_client_finds_its_server_again_when_the_name_moves() {
     assert_ne!(before["session"]["paths"][0]["state"], "up", "{before:#}");
     hosts.write("127.0.0.2 braid-server.test\n");
     let moved = Instant::now();
-    let last = pair.wait_for_path_up(Duration::from_secs(40));
-    let log = pair.client_log();
-    let last = last.unwrap_or_else(|| panic!("no status from the client; its log:\n{log}"));
-    let path = &last["session"]["paths"][0];
-    assert_eq!(path["state"], "up", "{last:#}\nclient log:\n{log}");
-    assert_eq!(path["remote"], "127.0.0.2:51820", "{last:#}");
+    let (path, log) = pair.wait_for_path_up(Duration::from_secs(40));
+    assert_eq!(path["remote"], "127.0.0.2:51820", "{path:#}");
     assert!(
         log.contains("resolves to a new address"),
         "up {:?} after the move\n{log}",
