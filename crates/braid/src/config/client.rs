@@ -213,7 +213,11 @@ impl Validate for ClientConfig {
                         ),
                     ))
                 }
-                (None, Some(source)) if source.is_ipv6() != self.sources_ipv6().unwrap_or(source.is_ipv6()) => {
+                (None, Some(source))
+                    if self
+                        .sources_ipv6()
+                        .is_some_and(|ipv6| source.is_ipv6() != ipv6) =>
+                {
                     return Err(Invalid::new(
                         span,
                         "source",

@@ -214,10 +214,9 @@ async fn serve(
         paths = ?path_names,
         "client started"
     );
-    let server_name = match config.server.endpoint.get_ref() {
-        name @ crate::config::ServerAddr::Name { .. } => Some(name.clone()),
-        crate::config::ServerAddr::Addr(_) => None,
-    };
+    let server_name = config.server.endpoint.get_ref();
+    let server_name =
+        matches!(server_name, config::ServerAddr::Name { .. }).then(|| server_name.clone());
 
     let client = Client {
         session,
