@@ -401,7 +401,10 @@ async fn transfer(
         tokio::select! {
             _ = tick.tick() => {}
             _ = &mut signal => {
-                driver.input(|s, _| s.abort(GiveUp::Interrupted));
+                driver.input(|s, _| {
+                    s.give_up = GiveUp::Interrupted;
+                    s.abort();
+                });
                 break Err("interrupted".to_owned());
             }
         }
@@ -414,7 +417,7 @@ async fn transfer(
             State::Running => {}
             State::Done => break Ok(()),
             State::Failed(msg) => {
-                driver.input(|s, _| s.abort(s.give_up));
+                driver.input(|s, _| s.abort());
                 break Err(msg);
             }
         }
@@ -504,9 +507,10 @@ impl Sender {
         }
     }
 
-    fn abort(&mut self, why: GiveUp) {
+    /// Ends the transfer, telling the receiver why (`give_up`).
+    fn abort(&mut self) {
         if let Some(conn) = self.session.stream_mut() {
-            conn.abort(why.code());
+            conn.abort(self.give_up.code());
         }
     }
 
