@@ -65,6 +65,7 @@ pub struct SenderConfig {
     /// Send again each datagram a path loses (its acknowledgements show
     /// later packets past it), or a skip notice when it is too old; data
     /// packets carry the flag that tells the receiver to wait for either.
+    /// Without it, each such datagram gets a skip notice.
     pub resend_losses: bool,
 }
 
@@ -118,7 +119,8 @@ pub struct SenderCounters {
     /// Sparse flows' datagrams sent from the head of the scheduling window,
     /// ahead of lower numbers (see the module documentation).
     pub sent_express: u64,
-    /// Packets telling the receiver which numbers were dropped unsent.
+    /// Packets telling the receiver which numbers to give up: dropped
+    /// unsent, or lost on a path and not sent again.
     pub skip_packets: u64,
     /// Datagrams a path had in flight when it went silent or was taken
     /// out of use, sent again on another path (see [`crate::reinject`]);
@@ -616,11 +618,9 @@ impl Sender {
     fn reinject_from(&mut self, now: Instant, path: usize) {
         let kept = self.in_flight.take_path(path);
         if self.live_paths().iter().all(|i| i == path) {
-            // Lost with the path; a receiver waiting for re-sends is told.
-            if self.config.resend_losses {
-                for k in kept {
-                    self.note_skip(k.gseq);
-                }
+            // Lost with the path; the receiver is told once one is back.
+            for k in kept {
+                self.note_skip(k.gseq);
             }
             return;
         }
@@ -1047,9 +1047,8 @@ impl Sender {
                     let path = usize::from(ack.path);
                     if let Some(p) = self.paths.get_mut(path) {
                         let kept = &mut self.in_flight;
-                        let resend = self.config.resend_losses;
                         p.on_ack_observed(now, &ack, &mut self.owd_anchor, |pseq, acked| {
-                            if acked || !resend {
+                            if acked {
                                 kept.settle(path, pseq);
                             } else {
                                 lost.extend(kept.take(path, pseq));
@@ -1076,9 +1075,16 @@ impl Sender {
         self.window_budget = self.compute_window_budget();
         self.flows
             .set_interval(self.codel_interval(), CODEL_TARGET_SHARE);
-        if !lost.is_empty() {
+        if self.config.resend_losses {
             lost.sort_by_key(|k: &Kept| k.gseq);
             self.send_again(now, lost, Again::Lost);
+        } else {
+            // The receiver pins down only the last of a burst a path lost
+            // (the next packet's `prev_gap`); the rest would wait out its
+            // hole timeout, which a start-up's jittery delays make long.
+            for k in lost {
+                self.note_skip(k.gseq);
+            }
         }
         self.drain(now);
         Ok(())
@@ -1454,15 +1460,31 @@ mod tests {
         // Each in two notices.
         assert_eq!(skipped, vec![0, 0, 1, 1, 3, 3, 5, 5, 7, 7]);
         assert_eq!(s.kept_in_flight_bytes(), 0);
-        // A sender that does not re-send drops the loss: nothing goes out,
-        // and nothing is skipped when the paths go.
+    }
+
+    #[test]
+    fn a_sender_that_does_not_resend_tells_the_receiver_what_its_paths_lost() {
+        let t0 = Instant::from_nanos(1_000_000_000);
         let mut s = a_loses_its_first(false, ms(40));
-        assert_eq!(transmits(&mut s), (0, vec![]));
+        // The loss is given up at once, in two notices, nothing sent again.
+        run_until(&mut s, t0 + ms(50));
+        let (data, skips) = transmits(&mut s);
+        assert_eq!(data, 0);
+        assert_eq!(skips, vec![SkipFrame { from: 0, count: 1 }; 2]);
         assert_eq!((s.counters.resent, s.counters.resend_stale), (0, 0));
         assert_eq!(s.kept_in_flight_bytes(), 4000);
+        // Every path taken out of use: what b had in flight is lost too.
         s.set_usable_paths(t0 + ms(50), PathSet::default());
-        run_until(&mut s, t0 + ms(60));
-        assert_eq!(transmits(&mut s), (0, vec![]));
+        run_until(&mut s, t0 + ms(70));
+        let (data, skips) = transmits(&mut s);
+        assert_eq!(data, 0);
+        let mut skipped: Vec<u64> = skips
+            .iter()
+            .flat_map(|k| k.from..k.from + u64::from(k.count))
+            .collect();
+        skipped.sort_unstable();
+        assert_eq!(skipped, vec![1, 1, 3, 3, 5, 5, 7, 7]);
+        assert_eq!(s.kept_in_flight_bytes(), 0);
     }
 
     #[test]

@@ -38,10 +38,11 @@
 //! it when the estimate was wrong, so the receiver waits for them longer
 //! than for a hole that a packet sent from the head of the sender's window
 //! has passed (see [`crate::reseq`]).
-//! Acks and loss reports flow from receiver to
-//! sender; Skip frames flow the other way: the sender numbers datagrams as
-//! they are queued, and tells the receiver which numbers it dropped unsent. Timestamps are microseconds of the sender's (or,
-//! for `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
+//! Acks and loss reports flow from receiver to sender; Skip frames flow the
+//! other way: the sender numbers datagrams as they are queued, and tells the
+//! receiver which numbers it dropped unsent and which its paths lost and it
+//! will not send again. Timestamps are microseconds of the sender's (or, for
+//! `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
 //! differences are used.
 
 pub const VERSION: u8 = 2;
