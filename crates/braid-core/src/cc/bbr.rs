@@ -3,7 +3,9 @@
 //! modelled by its bottleneck bandwidth (windowed max of delivery-rate
 //! samples over 10 rounds) and its propagation RTT (windowed min over 10 s).
 //! The sender paces at `gain * bandwidth` and caps data in flight at
-//! `1.25 * bandwidth * min_rtt` (see [`PROBE_BW_CWND_GAIN`]).
+//! `1.25 * bandwidth * min_rtt` (see [`PROBE_BW_CWND_GAIN`]), plus room
+//! for the bursts in which a jittery path acknowledges (see
+//! [`AckAggregation`]).
 //!
 //! Why this is braid's default: random, non-congestive loss (radio links)
 //! does not change the delivery rate of the packets that do arrive, so this
@@ -18,6 +20,7 @@
 
 use std::time::Duration;
 
+use super::ack_aggregation::AckAggregation;
 use super::windowed_max::WindowedMax;
 use super::{AckSample, Controller, MSS};
 use crate::time::Instant;
@@ -59,6 +62,9 @@ const INITIAL_CWND: u64 = 64 * MSS;
 /// "Start-up").
 const INITIAL_WINDOW_RTT: Duration = Duration::from_millis(100);
 const MIN_CWND: u64 = 4 * MSS;
+/// The most time's worth of the path's rate ProbeBW's window adds for
+/// acknowledgements that come in bursts.
+const MAX_AGGREGATION: Duration = Duration::from_millis(100);
 /// Packets per round trip startup paces at least (Linux's initial window).
 const STARTUP_FLOOR_PACKETS: u64 = 10;
 /// Before the first RTT sample, pace as if the RTT were this.
@@ -102,6 +108,8 @@ pub struct Bbr {
     /// The last startup ended with a full-load sample in its last rounds:
     /// it found the path's rate, not some light traffic's.
     startup_loaded: bool,
+    /// Room in ProbeBW's window for acknowledgements that come in bursts.
+    ack_aggregation: AckAggregation,
     cwnd: u64,
 }
 
@@ -129,6 +137,7 @@ impl Bbr {
             probe_start_bw: 0.0,
             full_load_round: 0,
             startup_loaded: false,
+            ack_aggregation: AckAggregation::new(),
             cwnd: INITIAL_CWND,
         }
     }
@@ -212,6 +221,20 @@ impl Bbr {
         }
     }
 
+    /// ProbeBW's room for acknowledgements that come in bursts (see
+    /// [`AckAggregation`]), at most [`MAX_AGGREGATION`] of the path's rate
+    /// (as Linux's BBR).
+    fn aggregation_allowance(&self) -> u64 {
+        if self.mode != Mode::ProbeBw {
+            return 0;
+        }
+        let most = self
+            .max_bw
+            .get()
+            .map_or(0, |bw| (bw / 8.0 * MAX_AGGREGATION.as_secs_f64()) as u64);
+        self.ack_aggregation.extra_bytes().min(most)
+    }
+
     /// A full-load sample in the current round. A startup that ended while the path
     /// carried only light traffic (no full-load sample in its last three
     /// rounds) measured that traffic, not the path, and earliest-arrival,
@@ -277,9 +300,13 @@ impl Controller for Bbr {
             self.check_full_bw();
         }
         self.update_mode(now, ack.bytes_in_flight);
+        if let (Mode::ProbeBw, Some(bw)) = (self.mode, self.max_bw.get()) {
+            self.ack_aggregation
+                .on_ack(now, self.round, ack.bytes, bw, self.cwnd);
+        }
         match self.bdp_bytes(self.cwnd_gain()) {
             Some(target) => {
-                let target = target + 3 * MSS;
+                let target = target + 3 * MSS + self.aggregation_allowance();
                 // In startup the window grows only while below the target
                 // (as BBR v1 does): growing it by every ack whatever the
                 // model, it reached several times the path's BDP before
@@ -713,6 +740,30 @@ mod tests {
         assert_eq!(c.mode, Mode::ProbeBw);
         // 1.25 * 1 Gbit/s * 1 ms + 3 MSS; 20 µs would give the 4-MSS floor.
         assert_eq!(c.cwnd_bytes(), 156_250 + 3 * MSS);
+    }
+
+    /// A 10 Mbit/s, 20 ms path whose acknowledgements come ten at a time,
+    /// at the path's mean rate: the window makes room for a burst beyond
+    /// 1.25 BDP + 3 MSS (which a steady path keeps, above).
+    #[test]
+    fn bursts_of_acknowledgements_widen_the_window_by_a_burst() {
+        let mut c = Bbr::new();
+        let rtt = Duration::from_millis(20);
+        let packet_time = Duration::from_secs_f64(MSS as f64 * 8.0 / 10e6);
+        let (mut now, mut delivered) = (Instant::from_nanos(0), 0u64);
+        for i in 0..2_000u64 {
+            if i % 10 == 0 {
+                now += packet_time * 10;
+            }
+            let prior = delivered.saturating_sub(20 * MSS);
+            delivered += MSS;
+            c.on_ack(now, &full_ack(Some(10e6), rtt, prior, delivered, 10));
+        }
+        assert_eq!(c.mode, Mode::ProbeBw);
+        let steady = 31_250 + 3 * MSS;
+        // The first of each burst starts an epoch; the other nine are
+        // ahead of the estimate.
+        assert_eq!(c.cwnd_bytes(), steady + 9 * MSS);
     }
 
     /// A 100 kbit/s, 20 ms path: 1.25 BDP + 3 MSS is below the 4-MSS floor.

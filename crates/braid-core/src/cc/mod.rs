@@ -2,6 +2,7 @@
 //! Controllers see acknowledgements, losses and timeouts of their own path
 //! only; the session owns sequence numbers and loss detection.
 
+mod ack_aggregation;
 mod bbr;
 mod ccid2;
 mod windowed_max;
