@@ -3,9 +3,9 @@
 //! modelled by its bottleneck bandwidth (windowed max of delivery-rate
 //! samples over 10 rounds) and its propagation RTT (windowed min over 10 s).
 //! The sender paces at `gain * bandwidth` and caps data in flight at
-//! `1.25 * bandwidth * min_rtt` (see [`PROBE_BW_CWND_GAIN`]), plus room
-//! for the bursts in which a jittery path acknowledges (see
-//! [`AckAggregation`]).
+//! `1.25 * bandwidth * min_rtt` (see [`PROBE_BW_CWND_GAIN`]), plus three
+//! packets or, when more, the bursts in which a jittery path acknowledges
+//! (see [`AckAggregation`]).
 //!
 //! Why this is braid's default: random, non-congestive loss (radio links)
 //! does not change the delivery rate of the packets that do arrive, so this
@@ -306,7 +306,10 @@ impl Controller for Bbr {
         }
         match self.bdp_bytes(self.cwnd_gain()) {
             Some(target) => {
-                let target = target + 3 * MSS + self.aggregation_allowance();
+                // Three packets of room for the receiver's batched
+                // acknowledgements and the pacer's quanta, or the bursts
+                // the path's acknowledgements have shown, whichever is more.
+                let target = target + self.aggregation_allowance().max(3 * MSS);
                 // In startup the window grows only while below the target
                 // (as BBR v1 does): growing it by every ack whatever the
                 // model, it reached several times the path's BDP before
@@ -743,8 +746,8 @@ mod tests {
     }
 
     /// A 10 Mbit/s, 20 ms path whose acknowledgements come ten at a time,
-    /// at the path's mean rate: the window makes room for a burst beyond
-    /// 1.25 BDP + 3 MSS (which a steady path keeps, above).
+    /// at the path's mean rate: the window makes room for the burst in
+    /// place of the 3 MSS a steady path gets (above).
     #[test]
     fn bursts_of_acknowledgements_widen_the_window_by_a_burst() {
         let mut c = Bbr::new();
@@ -760,10 +763,9 @@ mod tests {
             c.on_ack(now, &full_ack(Some(10e6), rtt, prior, delivered, 10));
         }
         assert_eq!(c.mode, Mode::ProbeBw);
-        let steady = 31_250 + 3 * MSS;
         // The first of each burst starts an epoch; the other nine are
         // ahead of the estimate.
-        assert_eq!(c.cwnd_bytes(), steady + 9 * MSS);
+        assert_eq!(c.cwnd_bytes(), 31_250 + 9 * MSS);
     }
 
     /// A 100 kbit/s, 20 ms path: 1.25 BDP + 3 MSS is below the 4-MSS floor.
