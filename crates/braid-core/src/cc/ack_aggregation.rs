@@ -126,6 +126,18 @@ mod tests {
     }
 
     #[test]
+    fn acknowledgements_faster_than_the_estimate_earn_their_excess() {
+        // Twice the estimated 12 Mbit/s for 10 ms: 1500 bytes per ms
+        // beyond it, counted from the first acknowledgement on.
+        let mut a = AckAggregation::new();
+        for ms in 0..=10 {
+            a.on_ack(at(ms), 0, 3000, 12.0 * MBIT, u64::MAX);
+        }
+        let extra = a.extra_bytes();
+        assert!((14_990..=15_000).contains(&extra), "{extra}");
+    }
+
+    #[test]
     fn an_estimate_far_too_low_cannot_grow_the_sample_without_bound() {
         let mut a = AckAggregation::new();
         for i in 0..10_000u64 {

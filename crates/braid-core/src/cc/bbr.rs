@@ -768,6 +768,28 @@ mod tests {
         assert_eq!(c.cwnd_bytes(), 31_250 + 9 * MSS);
     }
 
+    /// A 1 Mbit/s, 20 ms path acknowledging 20 packets at a time: the
+    /// room for the bursts stops at 100 ms of the path's rate.
+    #[test]
+    fn the_room_for_bursts_is_at_most_100_ms_of_the_rate() {
+        let mut c = Bbr::new();
+        let rtt = Duration::from_millis(20);
+        let packet_time = Duration::from_secs_f64(MSS as f64 * 8.0 / 1e6);
+        let (mut now, mut delivered) = (Instant::from_nanos(0), 0u64);
+        for i in 0..4_000u64 {
+            if i % 20 == 0 {
+                now += packet_time * 20;
+            }
+            let prior = delivered.saturating_sub(2 * MSS);
+            delivered += MSS;
+            c.on_ack(now, &full_ack(Some(1e6), rtt, prior, delivered, 1));
+        }
+        assert_eq!(c.mode, Mode::ProbeBw);
+        // 1.25 BDP (3 125 bytes) and 100 ms at 1 Mbit/s (12 500), not the
+        // 19 packets of a burst.
+        assert_eq!(c.cwnd_bytes(), 3_125 + 12_500);
+    }
+
     /// A 100 kbit/s, 20 ms path: 1.25 BDP + 3 MSS is below the 4-MSS floor.
     #[test]
     fn a_tiny_path_keeps_the_window_floor() {
