@@ -1463,6 +1463,22 @@ mod tests {
     }
 
     #[test]
+    fn feedback_that_is_no_feedback_is_counted_and_refused() {
+        let mut s = Sender::new(two_paths("rr", ms(300))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        s.send(t0, vec![7; 100]).unwrap();
+        let data = s.poll_transmit().unwrap().data;
+        // A data packet, garbage, and a skip frame (which only a sender
+        // sends) each count once.
+        assert!(s.handle_datagram(t0, &data).is_err());
+        assert!(s.handle_datagram(t0, &[0xff, 1, 2]).is_err());
+        let skip =
+            wire::feedback_packet(0, &[Frame::Skip(SkipFrame { from: 0, count: 1 })]).unwrap();
+        s.handle_datagram(t0, &skip).unwrap();
+        assert_eq!(s.counters.malformed_feedback, 3);
+    }
+
+    #[test]
     fn a_sender_that_does_not_resend_tells_the_receiver_what_its_paths_lost() {
         let t0 = Instant::from_nanos(1_000_000_000);
         let mut s = a_loses_its_first(false, ms(40));
