@@ -3,9 +3,10 @@
 //! data (hashed with SHA-256 as it is read), digest. The sender is done
 //! when the receiver has answered for every file.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
@@ -270,7 +271,14 @@ fn open_sources(files: &[PathBuf]) -> Result<Vec<Source>, Failure> {
         .iter()
         .map(|path| {
             let shown = path.display().to_string();
-            let file = File::open(path).map_err(|e| Failure::Usage(format!("{shown}: {e}")))?;
+            // Without O_NONBLOCK, opening a FIFO blocks until a writer
+            // comes; it is refused below like any other non-regular file
+            // (on a regular file the flag changes nothing).
+            let file = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .map_err(|e| Failure::Usage(format!("{shown}: {e}")))?;
             let meta = file
                 .metadata()
                 .map_err(|e| Failure::Usage(format!("{shown}: {e}")))?;
@@ -756,6 +764,28 @@ mod tests {
     use std::io::Write;
 
     use super::*;
+
+    /// Opening a FIFO for reading blocks until a writer comes: the sender
+    /// must refuse it at once, not hang before its `--timeout` starts.
+    #[test]
+    fn a_fifo_is_refused_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only reads it.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(open_sources(&[fifo]).err().map(|f| match f {
+                Failure::Usage(m) => m,
+                Failure::Runtime(m) => format!("(a run-time failure) {m}"),
+            }));
+        });
+        let err = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("opening a FIFO blocked");
+        assert!(err.is_some_and(|e| e.ends_with("not a regular file")));
+    }
 
     #[test]
     fn a_file_that_grows_while_sent_is_reported() {
