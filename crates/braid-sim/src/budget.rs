@@ -16,6 +16,11 @@ use crate::traffic::TrafficSpec;
 /// (600 s at 100 Mbit/s is 16 million).
 pub const MAX_EVENTS: f64 = 100e6;
 
+/// The most traffic sources (`--traffic`) a run may have. Each keeps its
+/// own delay histograms (about half a megabyte), and its index travels in
+/// one byte of every datagram's tag.
+pub const MAX_SOURCES: usize = 16;
+
 /// The most packet bytes a run may hold in flight and in queues at once.
 pub const MAX_IN_FLIGHT_BYTES: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -31,11 +36,20 @@ pub enum BudgetError {
          limit of 1 GiB: lower the rates, delays or queue sizes", .0 / 1e9
     )]
     TooMuchInFlight(f64),
+    #[error(
+        "{0} traffic sources: at most {MAX_SOURCES} per run (one source may run up to 64 TCP \
+         connections: tcp:N)"
+    )]
+    TooManySources(usize),
 }
 
 /// Refuses a scenario whose estimated event count or in-flight bytes exceed
 /// the limits above.
 pub fn check(s: &Scenario) -> Result<(), BudgetError> {
+    let sources = 1 + s.more_traffic.len();
+    if sources > MAX_SOURCES {
+        return Err(BudgetError::TooManySources(sources));
+    }
     let events = estimated_events(s);
     if events.is_nan() || events > MAX_EVENTS {
         return Err(BudgetError::TooManyEvents(events));
@@ -136,6 +150,16 @@ mod tests {
             check(&big_window),
             Err(BudgetError::TooMuchInFlight(_))
         ));
+    }
+
+    #[test]
+    fn at_most_sixteen_sources_run_at_once() {
+        let mut s = scenario(&["10mbit,5ms"], "cbr:64kbit", 1);
+        s.more_traffic = vec![TrafficSpec::parse("tcp:2").unwrap(); MAX_SOURCES - 1];
+        check(&s).unwrap();
+        s.more_traffic
+            .push(TrafficSpec::parse("cbr:1kbit").unwrap());
+        assert_eq!(check(&s), Err(BudgetError::TooManySources(17)));
     }
 
     #[test]

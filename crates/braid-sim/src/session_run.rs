@@ -337,6 +337,11 @@ pub(crate) fn run(
             records.push(record(now, Side::Server, e));
         }
     }
+    // Figures of a run whose sources never started would read as a clean
+    // run of no traffic.
+    if !started {
+        return Err(SimError::NeverConnected(s.duration));
+    }
     let peer = server.peer_id(&client_key.public).expect("configured peer");
     let reseq = server
         .session(peer)

@@ -183,6 +183,13 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
                 "--unordered is for datagram mode (a reliable stream is delivered in order)".into(),
             ));
         }
+        if args.resend_losses {
+            return Err(Failure::Usage(
+                "--resend-losses is for datagram mode (a reliable stream re-sends what it loses \
+                 anyway)"
+                    .into(),
+            ));
+        }
     }
     let mut traffic = args
         .traffic
@@ -233,7 +240,9 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
 /// Runs a scenario, mapping a bad scheduler spec to a usage error.
 pub fn simulate(s: &Scenario) -> Result<Report, Failure> {
     sim::run(s).map_err(|e| match e {
-        sim::SimError::Stuck(_) => Failure::Runtime(e.to_string()),
+        sim::SimError::Stuck(_) | sim::SimError::NeverConnected(_) => {
+            Failure::Runtime(e.to_string())
+        }
         _ => Failure::Usage(e.to_string()),
     })
 }

@@ -37,6 +37,9 @@ fn load_font() -> Result<(), String> {
 /// Refuses, before anything is simulated, a plot that cannot be drawn: only
 /// PNG is written, and its text needs a font.
 pub fn check(file: &Path) -> Result<(), String> {
+    if file.is_dir() {
+        return Err(format!("--plot {}: is a directory", file.display()));
+    }
     let png = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("png"));
@@ -54,6 +57,18 @@ pub fn check(file: &Path) -> Result<(), String> {
             file.display(),
             dir.display()
         ));
+    }
+    // Opened for writing now (and removed again if it was not there), so a
+    // file that cannot be written does not waste the run.
+    let existed = file.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(file)
+        .map_err(|e| format!("--plot {}: {e}", file.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(file);
     }
     font_path().map(|_| ())
 }

@@ -199,6 +199,17 @@ fn runs_out_of_proportion_are_refused_before_they_start() {
     ] {
         assert_usage_error(&braid_within(args, limit), "events", &args[..3]);
     }
+    // Thousands of sources cost half a megabyte each: 20 000 ran the
+    // machine out of memory (an abort, not an error).
+    let mut many_sources = vec!["bench", "--path", "10mbit,5ms", "--duration", "1s"];
+    for _ in 0..20_000 {
+        many_sources.extend(["--traffic", "cbr:1kbit"]);
+    }
+    assert_usage_error(
+        &braid_within(&many_sources, limit),
+        "20000 traffic sources: at most 16",
+        &many_sources[..3],
+    );
     let demo = ["demo", "--simulated", "--seconds", "99999999999"];
     assert_usage_error(&braid_within(&demo, limit), "--seconds", &demo);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -220,6 +231,14 @@ fn misleading_input_gets_a_message_that_says_what_to_write() {
         (
             &["--path", "8mbit,5ms", "--plot", "/nonexistent-dir/x.png"],
             "is not a directory",
+        ),
+        (
+            &["--path", "8mbit,5ms", "--plot", "/tmp"],
+            "/tmp: is a directory",
+        ),
+        (
+            &["--path", "8mbit,5ms", "--plot", "/proc/braid.png"],
+            "/proc/braid.png: ",
         ),
         (&["--path", "8mbit,5ms,jitter"], "\"jitter\" has no value"),
         (
@@ -412,6 +431,20 @@ fn bench_session_reports_the_tunnel_and_its_overhead() {
         "1440",
     ]);
     assert_eq!(out.status.code(), Some(2));
+    // A tunnel that never comes up ran no traffic: an error, not figures
+    // that read as a clean run (offered 0, loss 0 %).
+    let out = braid(&[
+        "bench",
+        "--path",
+        "8mbit,5ms,loss=0%/100%",
+        "--session",
+        "--duration",
+        "2s",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("the tunnel never came up"), "{err}");
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -555,6 +588,10 @@ fn reliable_mode_input_errors_are_usage_errors() {
         (
             &["--mode", "reliable", "--traffic", "bulk", "--unordered"],
             "--unordered is for datagram mode",
+        ),
+        (
+            &["--mode", "reliable", "--traffic", "bulk", "--resend-losses"],
+            "--resend-losses is for datagram mode",
         ),
         (
             &["--mode", "reliable", "--traffic", "bulk:1XB"],
