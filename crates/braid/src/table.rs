@@ -37,7 +37,7 @@ pub fn render(r: &Report, traffic: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "scheduler {}, cc {}, traffic {}, {:.0} s simulated, seed {}",
+        "scheduler {}, cc {}, traffic {}, {} s simulated, seed {}",
         r.scheduler, r.cc, traffic, r.duration_s, r.seed
     );
     let _ = writeln!(

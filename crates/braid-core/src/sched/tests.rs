@@ -64,7 +64,16 @@ fn build_rejects_bad_specs() {
         Err(SchedError::Unknown(_))
     ));
     assert!(build("rr:speed=3", &infos(2)).is_err());
-    assert!(build("wrr:weights=1/2/3", &infos(2)).is_err());
+    let e = build("wrr:weights=1/2/3", &infos(2))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("\"1/2/3: 3 weights for 2 paths\""), "{e}");
+    let e = build("wrr:weights=0/0", &infos(2))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("\"0/0\""), "{e}");
     assert!(build("lawrr:fixed=nope", &infos(2)).is_err());
     assert!(build("lawrr:k=abc", &infos(2)).is_err());
     assert!(matches!(build("rr", &[]), Err(SchedError::NoPaths)));

@@ -25,9 +25,18 @@ impl Wrr {
     pub fn from_params(params: &mut Params, paths: usize) -> Result<Wrr, ParamError> {
         let weights = params.list("weights")?.unwrap_or_else(|| vec![1.0; paths]);
         if weights.len() != paths || weights.iter().sum::<f64>() <= 0.0 {
+            let list = weights
+                .iter()
+                .map(f64::to_string)
+                .collect::<Vec<_>>()
+                .join("/");
             return Err(ParamError::Value {
                 key: "weights".into(),
-                value: format!("{weights:?}"),
+                value: if weights.len() == paths {
+                    list
+                } else {
+                    format!("{list}: {} weights for {paths} paths", weights.len())
+                },
                 expected: "one weight per path, not all zero",
             });
         }

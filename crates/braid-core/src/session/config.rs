@@ -179,7 +179,7 @@ pub enum ConfigError {
     TooManyPaths(usize),
     #[error("scheduler: {0}")]
     Scheduler(String),
-    #[error("peer {0:?} listed twice")]
+    #[error("peer {} listed twice", .0.to_base64())]
     DuplicatePeer(PublicKey),
     #[error("tunnel MTU {0} is outside {MIN_TUNNEL_MTU}..={MAX_TUNNEL_MTU}")]
     TunnelMtu(usize),

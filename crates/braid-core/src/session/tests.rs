@@ -1019,6 +1019,21 @@ fn a_client_config_is_refused_just_past_its_limits() {
     }
 }
 
+/// A server that lists one client twice is refused, and the message names
+/// the key as a user wrote it (base64), not as a debug dump.
+#[test]
+fn a_peer_listed_twice_is_refused_by_its_key() {
+    let (ck, sk) = (keypair(1), keypair(2));
+    let e = Endpoint::new(endpoint_config(&sk, &[ck.public, ck.public]), [8; 32])
+        .err()
+        .expect("refused");
+    assert_eq!(e, ConfigError::DuplicatePeer(ck.public));
+    assert_eq!(
+        e.to_string(),
+        format!("peer {} listed twice", ck.public.to_base64())
+    );
+}
+
 /// The client's own cheap checks, at their edges: an oversized datagram,
 /// and a handshake response too short or too long, each dropped and
 /// counted before any cryptography, the pending handshake kept.

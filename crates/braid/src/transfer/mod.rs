@@ -45,20 +45,30 @@ pub struct KeyArgs {
     /// This end's private key file (base64, as `braid genkey` writes it)
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
-    /// Give up after this many seconds without hearing the peer (and, for
-    /// send, without an answer to the handshake)
-    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    /// Give up after this many seconds (1 to 3600) without hearing the
+    /// peer (and, for send, without an answer to the handshake)
+    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = |s: &str| seconds(s, 3600))]
     pub timeout: u64,
-    /// Give up after this many seconds in which the transfer does not move
+    /// Give up after this many seconds (1 to 86400) in which the transfer does not move
     /// although the peer still answers (no file data arriving, or none
     /// acknowledged and no answer for a sent file). A sender waiting for
     /// its standard input does not count; a receiver fed by `braid send -`
     /// gives up on a pause of its input longer than this
-    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = |s: &str| seconds(s, 86_400))]
     pub stall_timeout: u64,
     /// Print a JSON summary on stdout at the end
     #[arg(long)]
     pub json: bool,
+}
+
+/// Whole seconds from 1 to `max`, written `20` or `20s`.
+fn seconds(text: &str, max: u64) -> Result<u64, String> {
+    text.strip_suffix('s')
+        .unwrap_or(text)
+        .parse::<u64>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("expected whole seconds from 1 to {max} (20 or 20s)"))
 }
 
 fn load_private_key(path: &Path) -> Result<PrivateKey, Failure> {
@@ -124,4 +134,20 @@ fn peer_silent(stats: &SessionStats, limit: Duration) -> bool {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn timeouts_are_whole_seconds_in_range_with_or_without_s() {
+        assert_eq!(seconds("20", 3600), Ok(20));
+        assert_eq!(seconds("20s", 3600), Ok(20));
+        assert_eq!(seconds("1", 3600), Ok(1));
+        assert_eq!(seconds("3600s", 3600), Ok(3600));
+        for bad in ["0", "0s", "3601", "-1", "1.5", "20ms", "s", "", "20ss"] {
+            assert!(seconds(bad, 3600).is_err(), "{bad:?}");
+        }
+    }
 }

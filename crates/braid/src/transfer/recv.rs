@@ -40,12 +40,13 @@ const READ_CHUNK: usize = 64 << 10;
 const REPLY_GRACE: Duration = Duration::from_secs(3);
 
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("output").required(true).args(["out", "stdout"])))]
 pub struct RecvArgs {
     /// Address and UDP port to listen on
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: SocketAddr,
-    /// Directory the files are written into
-    #[arg(long, value_name = "DIR", required_unless_present = "stdout")]
+    /// Directory the files are written into (or give --stdout)
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Write what arrives to standard output instead, as it arrives; it is
     /// verified at the end: trust it only if braid exits 0
@@ -55,7 +56,7 @@ pub struct RecvArgs {
     #[arg(long = "peer", value_name = "PUBKEY", required = true)]
     pub peers: Vec<String>,
     /// Keep a failed file's partial data (as DIR/.NAME.braid-partial)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stdout")]
     pub keep_partial: bool,
     #[command(flatten)]
     pub common: KeyArgs,
