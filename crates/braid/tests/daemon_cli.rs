@@ -78,3 +78,30 @@ fn status_without_a_daemon_names_the_socket_and_fails() {
         "{err}"
     );
 }
+
+/// What a config can get wrong fails before the TUN device is made: here
+/// a metrics address no listener can bind (no interface holds it). The daemon runs without
+/// CAP_NET_ADMIN (`setpriv`, when run as root), so making the device first
+/// would fail on that instead.
+#[test]
+fn a_bad_metrics_address_fails_before_the_tunnel_device_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("ctl.sock");
+    let server = format!(
+        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
+         listen = [\"127.0.0.1:0\"]\ncontrol_socket = \"{}\"\nmetrics = \"192.0.2.1:9851\"\n\
+         [tunnel]\nname = \"braidmtest0\"\nipv4 = \"10.77.0.1/24\"\n",
+        socket.display()
+    );
+    let path = write(&dir, "metrics.toml", &server);
+    let out = Command::new("setpriv")
+        .args(["--bounding-set", "-net_admin", "--inh-caps", "-net_admin"])
+        .arg(env!("CARGO_BIN_EXE_braid"))
+        .args(["server", "--config", path.to_str().unwrap()])
+        .output()
+        .expect("run setpriv (util-linux)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("metrics 192.0.2.1:9851: "), "{err}");
+    assert!(!socket.exists(), "the control socket was left behind");
+}

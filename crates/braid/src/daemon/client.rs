@@ -19,7 +19,9 @@ use super::inner_addr;
 use super::links::{self, PathLinks};
 use super::routing;
 use super::server_name;
-use super::{create_tun, os_seed, session_config, status_json, tunnel_mtu_for_paths};
+use super::{
+    configured_mtu, create_tun, os_seed, session_config, status_json, tunnel_mtu_for_paths,
+};
 use crate::config::client::ClientConfig;
 use crate::config::{self, Role};
 use crate::Failure;
@@ -167,11 +169,7 @@ async fn serve(
             rate_limit_bps: p.rate_limit.as_ref().map(|r| r.bps),
         });
     }
-    let (tun, mtu) = create_tun(&config.tunnel, mtu_from_paths(&config, endpoint.is_ipv6()))?;
-    // Held to the end of this function: dropping it removes the routes.
-    let _installed_routing = routing_plan
-        .map(|plan| routing::install(&plan, tun.name()))
-        .transpose()?;
+    let mtu = configured_mtu(&config.tunnel, mtu_from_paths(&config, endpoint.is_ipv6()));
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
     let mut session = Session::client(
         session::ClientConfig {
@@ -198,13 +196,18 @@ async fn serve(
         unix_now(),
     )
     .map_err(Failure::Runtime)?;
+    let control = ControlSocket::bind(&config.control_socket())
+        .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
+    let metrics = super::bind_metrics(config.metrics).await?;
+    let tun = create_tun(&config.tunnel, mtu)?;
+    // Held to the end of this function: dropping it removes the routes.
+    let _installed_routing = routing_plan
+        .map(|plan| routing::install(&plan, tun.name()))
+        .transpose()?;
     let mut links = PathLinks::new(bindings, endpoint.is_ipv6());
     let interfaces =
         InterfaceList::read().map_err(|e| Failure::Runtime(format!("reading interfaces: {e}")))?;
     links.update(Instant::ZERO, &interfaces, &sockets, &mut session);
-    let control = ControlSocket::bind(&config.control_socket())
-        .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
-    let metrics = super::bind_metrics(config.metrics).await?;
     info!(
         tun = tun.name(),
         metrics = ?metrics.as_ref().and_then(|l| l.local_addr().ok()),

@@ -101,8 +101,15 @@ fn tunnel_mtu_for_paths(path_mtus: impl IntoIterator<Item = u32>, ipv6_paths: bo
 
 /// The TUN device a config's `[tunnel]` describes, and its MTU (`default_mtu`
 /// when the config names none).
-fn create_tun(tunnel: &TunnelConfig, default_mtu: u16) -> Result<(Tun, u16), Failure> {
-    let mtu = tunnel.mtu.as_ref().map_or(default_mtu, |m| *m.get_ref());
+/// The tunnel's MTU: the config's, or `default_mtu`.
+fn configured_mtu(tunnel: &TunnelConfig, default_mtu: u16) -> u16 {
+    tunnel.mtu.as_ref().map_or(default_mtu, |m| *m.get_ref())
+}
+
+/// Creates the TUN device. The daemons call it after everything else a
+/// config can get wrong (session, data caps, control socket, metrics), so
+/// that such a mistake fails before any device or route exists.
+fn create_tun(tunnel: &TunnelConfig, mtu: u16) -> Result<Tun, Failure> {
     let address =
         |family: &Option<toml::Spanned<TunnelAddr>>| family.as_ref().map(|a| a.get_ref().0);
     let config = TunConfig {
@@ -121,7 +128,7 @@ fn create_tun(tunnel: &TunnelConfig, default_mtu: u16) -> Result<(Tun, u16), Fai
         TunError::NameTaken(_) => Failure::Usage(format!("[tunnel] name: {e}")),
         e => Failure::Runtime(e.to_string()),
     })?;
-    Ok((tun, mtu))
+    Ok(tun)
 }
 
 /// The Prometheus endpoint's listener, bound now so that a bad address

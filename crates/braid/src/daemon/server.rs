@@ -20,7 +20,7 @@ use super::control::ControlSocket;
 use super::event_loop::{self, Core};
 use super::inner_addr::{addresses, flow_id};
 use super::nat;
-use super::{create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
+use super::{configured_mtu, create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
 use crate::Failure;
@@ -78,9 +78,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     for &addr in config.listen.get_ref() {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
-    let (tun, mtu) = create_tun(&config.tunnel, default_tunnel_mtu())?;
-    // Deleted again when `serve` returns, on a signal or an error.
-    let _nat = nat::start(&config, tun.name())?;
+    let mtu = configured_mtu(&config.tunnel, default_tunnel_mtu());
     let peers: Vec<Peer> = config
         .peers
         .iter()
@@ -114,6 +112,9 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
     let metrics = super::bind_metrics(config.metrics).await?;
+    let tun = create_tun(&config.tunnel, mtu)?;
+    // Deleted again when `serve` returns, on a signal or an error.
+    let _nat = nat::start(&config, tun.name())?;
     info!(
         tun = tun.name(),
         metrics = ?metrics.as_ref().and_then(|l| l.local_addr().ok()),
