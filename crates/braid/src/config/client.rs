@@ -10,7 +10,7 @@ use toml::Spanned;
 use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
 
 use super::tunnel::TunnelConfig;
-use super::values::{DataCap, Key, Rate, Role};
+use super::values::{DataCap, Key, Rate, Role, SpecialAddr};
 use super::{Invalid, ServerAddr, Validate};
 
 /// Default control socket of a client.
@@ -78,6 +78,7 @@ pub struct PathConfig {
     /// Send out of this interface (SO_BINDTODEVICE).
     pub interface: Option<String>,
     /// Or send from this source address.
+    #[serde(default, deserialize_with = "super::values::path_source")]
     pub source: Option<IpAddr>,
     /// The interface (or the source address) may be missing at start: the
     /// client waits for it instead of refusing to start.
@@ -270,9 +271,10 @@ fn check_endpoint(endpoint: &Spanned<ServerAddr>) -> Result<(), Invalid> {
 /// asked of what a name resolves to (a blocked name may resolve to
 /// 0.0.0.0).
 pub fn server_address_problem(addr: SocketAddr) -> Option<&'static str> {
-    let multicast = addr
-        .ip()
-        .is_multicast()
-        .then_some("a multicast address is not a server's address");
-    crate::unsendable(addr).or(multicast)
+    let not_a_host = match SpecialAddr::of(addr.ip()) {
+        Some(SpecialAddr::Multicast) => Some("a multicast address is not a server's address"),
+        Some(SpecialAddr::Broadcast) => Some("the broadcast address is not a server's address"),
+        _ => None,
+    };
+    crate::unsendable(addr).or(not_a_host)
 }

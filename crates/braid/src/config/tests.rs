@@ -367,3 +367,68 @@ fn the_usage_file_defaults_to_the_config_name_and_metrics_to_off() {
     let err = client_err(&format!("metrics = \"localhost\"\n{CLIENT}"));
     assert!(err.starts_with("c.toml:1: field `metrics`"), "{err}");
 }
+
+/// Addresses no path can send from, and no server can be at.
+#[test]
+fn a_path_source_or_server_that_is_no_host_is_refused() {
+    for (source, says) in [
+        ("0.0.0.0", "0.0.0.0 is an unspecified address"),
+        ("224.0.0.1", "224.0.0.1 is a multicast address"),
+        ("255.255.255.255", "255.255.255.255 is the broadcast address"),
+        ("::", ":: is an unspecified address"),
+        ("ff02::1", "ff02::1 is a multicast address"),
+    ] {
+        let text = CLIENT.replace("interface = \"eth0\"", &format!("source = \"{source}\""));
+        let err = client_err(&text);
+        let want = format!("c.toml:8: field `source`: {says}, not one a path can send from");
+        assert_eq!(err, want);
+    }
+    let text = CLIENT.replace("192.0.2.1:51820", "255.255.255.255:51820");
+    assert_eq!(
+        client_err(&text),
+        "c.toml:4: field `endpoint`: 255.255.255.255:51820: the broadcast address is not a server's address"
+    );
+}
+
+#[test]
+fn a_tunnel_address_must_be_a_host_address_of_its_own() {
+    for (ipv4, says) in [
+        ("127.0.0.2/8", "127.0.0.2/8: a loopback address cannot be a tunnel's address"),
+        ("224.0.0.5/24", "224.0.0.5/24: a multicast address cannot be a tunnel's address"),
+        ("255.255.255.255/32", "255.255.255.255/32: the broadcast address cannot be a tunnel's address"),
+        ("169.254.0.2/16", "169.254.0.2/16: a link-local address cannot be a tunnel's address"),
+        ("0.0.0.0/24", "0.0.0.0/24: an unspecified address cannot be a tunnel's address"),
+        ("10.77.0.2/0", "10.77.0.2/0: a /0 prefix holds every address, not the tunnel's network (e.g. 10.77.0.2/24)"),
+        ("0.0.0.0/0", "0.0.0.0/0: a /0 prefix holds every address, not the tunnel's network (e.g. 10.77.0.2/24)"),
+        ("10.77.0.255/24", "10.77.0.255/24 is the broadcast address of 10.77.0.0/24, not a host address in it (e.g. 10.77.0.254/24)"),
+        ("10.77.0.3/30", "10.77.0.3/30 is the broadcast address of 10.77.0.0/30, not a host address in it (e.g. 10.77.0.2/30)"),
+        ("10.77.0.4/30", "10.77.0.4/30 is a network, not a host address in it (e.g. 10.77.0.5/30)"),
+    ] {
+        let err = client_err(&CLIENT.replace("10.77.0.2/24", ipv4));
+        assert_eq!(err, format!("c.toml:6: field `ipv4`: {says}"));
+    }
+    for ipv6 in ["::1/128", "ff02::1/64", "::/64", "fe80::2/64", "febf::2/64", "fd77::2/0"] {
+        let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"", &format!("ipv6 = \"{ipv6}\""));
+        let err = client_err(&text);
+        assert!(err.starts_with(&format!("c.toml:6: field `ipv6`: {ipv6}: ")), "{err}");
+    }
+    let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"", "ipv6 = \"fd77::/64\"");
+    assert_eq!(
+        client_err(&text),
+        "c.toml:6: field `ipv6`: fd77::/64 is a network, not a host address in it (e.g. fd77::1/64)"
+    );
+    let err = server_err(&SERVER.replace("10.77.0.1/24", "127.0.0.1/8"));
+    assert!(err.starts_with("s.toml:4: field `ipv4`: 127.0.0.1/8: a loopback"), "{err}");
+    // Point-to-point prefixes have no network or broadcast address
+    // (RFC 3021, RFC 6164); a host next to the special ones is fine.
+    for ipv4 in ["10.77.0.0/31", "10.77.0.1/31", "10.77.0.9/32", "10.77.0.254/24", "10.77.0.1/30"] {
+        let text = CLIENT.replace("10.77.0.2/24", ipv4);
+        let got = parse::<ClientConfig>(Path::new("c.toml"), &text);
+        assert!(got.is_ok(), "{ipv4}: {got:?}");
+    }
+    for ipv6 in ["fd77::/127", "fd77::ffff:ffff:ffff:ffff/64", "fec0::2/64"] {
+        let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"", &format!("ipv6 = \"{ipv6}\""));
+        let got = parse::<ClientConfig>(Path::new("c.toml"), &text);
+        assert!(got.is_ok(), "{ipv6}: {got:?}");
+    }
+}

@@ -2,7 +2,7 @@
 //! reports a bad value at its own line.
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use braid_core::crypto::{KeyError, PresharedKey, PrivateKey, PublicKey};
 use ipnet::IpNet;
@@ -107,6 +107,76 @@ impl TryFrom<String> for DataCap {
     }
 }
 
+/// A kind of address that is no host's own unicast address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecialAddr {
+    Unspecified,
+    Loopback,
+    Multicast,
+    /// 255.255.255.255.
+    Broadcast,
+    /// 169.254.0.0/16, fe80::/10.
+    LinkLocal,
+}
+
+impl SpecialAddr {
+    pub fn of(ip: IpAddr) -> Option<SpecialAddr> {
+        let (unspecified, loopback, multicast, broadcast, link_local) = match ip {
+            IpAddr::V4(a) => (
+                a.is_unspecified(),
+                a.is_loopback(),
+                a.is_multicast(),
+                a.is_broadcast(),
+                a.is_link_local(),
+            ),
+            IpAddr::V6(a) => (
+                a.is_unspecified(),
+                a.is_loopback(),
+                a.is_multicast(),
+                false,
+                // Ipv6Addr::is_unicast_link_local needs Rust 1.84.
+                a.segments()[0] & 0xffc0 == 0xfe80,
+            ),
+        };
+        [
+            (unspecified, SpecialAddr::Unspecified),
+            (loopback, SpecialAddr::Loopback),
+            (multicast, SpecialAddr::Multicast),
+            (broadcast, SpecialAddr::Broadcast),
+            (link_local, SpecialAddr::LinkLocal),
+        ]
+        .into_iter()
+        .find_map(|(is, kind)| is.then_some(kind))
+    }
+}
+
+impl fmt::Display for SpecialAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SpecialAddr::Unspecified => "an unspecified address",
+            SpecialAddr::Loopback => "a loopback address",
+            SpecialAddr::Multicast => "a multicast address",
+            SpecialAddr::Broadcast => "the broadcast address",
+            SpecialAddr::LinkLocal => "a link-local address",
+        })
+    }
+}
+
+/// A path's `source`: an address the host has, to send from.
+pub fn path_source<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<IpAddr>, D::Error> {
+    let source = IpAddr::deserialize(deserializer)?;
+    match SpecialAddr::of(source) {
+        Some(
+            kind @ (SpecialAddr::Unspecified | SpecialAddr::Multicast | SpecialAddr::Broadcast),
+        ) => Err(serde::de::Error::custom(format!(
+            "{source} is {kind}, not one a path can send from"
+        ))),
+        _ => Ok(Some(source)),
+    }
+}
+
 /// A tunnel address with its prefix length (`10.77.0.2/24`): the address
 /// the TUN device gets, and the prefix routed into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -121,19 +191,47 @@ impl TryFrom<String> for TunnelAddr {
                 "invalid tunnel address {text:?}: expected ADDRESS/PREFIX_LEN, e.g. 10.77.0.2/24"
             )
         })?;
-        if net.addr() == net.network() && net.prefix_len() < net.max_prefix_len() {
+        let len = net.prefix_len();
+        if len == 0 {
+            let example = match net {
+                IpNet::V4(_) => "10.77.0.2/24",
+                IpNet::V6(_) => "fd77::2/64",
+            };
             return Err(format!(
-                "{text} is a network, not a host address in it (e.g. {}/{})",
-                first_host(net),
-                net.prefix_len()
+                "{text}: a /0 prefix holds every address, not the tunnel's network (e.g. {example})"
             ));
+        }
+        if let Some(kind) = SpecialAddr::of(net.addr()) {
+            return Err(format!("{text}: {kind} cannot be a tunnel's address"));
+        }
+        // In a /31 or /127 both addresses are hosts' (RFC 3021, RFC 6164).
+        if net.max_prefix_len() - len >= 2 {
+            if net.addr() == net.network() {
+                return Err(format!(
+                    "{text} is a network, not a host address in it (e.g. {}/{len})",
+                    next(net.network(), true)
+                ));
+            }
+            if net.addr().is_ipv4() && net.addr() == net.broadcast() {
+                return Err(format!(
+                    "{text} is the broadcast address of {}, not a host address in it (e.g. {}/{len})",
+                    net.trunc(),
+                    next(net.broadcast(), false)
+                ));
+            }
         }
         Ok(TunnelAddr(net))
     }
 }
 
-fn first_host(net: IpNet) -> IpAddr {
-    net.hosts().next().unwrap_or(net.addr())
+/// The address after `ip` (`up`) or before it; the caller stays inside a
+/// prefix, away from the ends of the address space.
+fn next(ip: IpAddr, up: bool) -> IpAddr {
+    let step = |n: u128| if up { n + 1 } else { n - 1 };
+    match ip {
+        IpAddr::V4(a) => Ipv4Addr::from(step(u32::from(a).into()) as u32).into(),
+        IpAddr::V6(a) => Ipv6Addr::from(step(u128::from(a))).into(),
+    }
 }
 
 impl TunnelAddr {
