@@ -74,6 +74,7 @@ fn default_table() -> u32 {
 #[serde(deny_unknown_fields)]
 pub struct PathConfig {
     /// A name for logs and `braid status` (default: the interface or address).
+    #[serde(default, deserialize_with = "super::values::name")]
     pub name: Option<String>,
     /// Send out of this interface (SO_BINDTODEVICE).
     pub interface: Option<String>,

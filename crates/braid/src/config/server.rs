@@ -44,6 +44,7 @@ pub struct Nat {
 #[serde(deny_unknown_fields)]
 pub struct PeerConfig {
     /// A name for logs and `braid status`.
+    #[serde(default, deserialize_with = "super::values::name")]
     pub name: Option<String>,
     /// The client's static public key (base64).
     pub public_key: Key<PublicKey>,

@@ -432,3 +432,38 @@ fn a_tunnel_address_must_be_a_host_address_of_its_own() {
         assert!(got.is_ok(), "{ipv6}: {got:?}");
     }
 }
+
+#[test]
+fn names_are_refused_empty_long_or_with_control_characters() {
+    let long = "a".repeat(65);
+    for (name, says) in [
+        ("", "an empty name: give one of 1 to 64 bytes, or leave name out"),
+        ("a\\nb", "\"a\\nb\" holds a control character (a newline, a tab, an escape)"),
+        ("\\u001b[31mred", "\"\\u{1b}[31mred\" holds a control character"),
+        ("del\\u007f", "\"del\\u{7f}\" holds a control character"),
+        ("c1\\u0085", "\"c1\\u{85}\" holds a control character"),
+        (long.as_str(), "is longer than 64 bytes"),
+    ] {
+        let path = CLIENT.replace(
+            "interface = \"eth0\"",
+            &format!("name = \"{name}\"\ninterface = \"eth0\""),
+        );
+        let err = client_err(&path);
+        assert!(err.starts_with("c.toml:8: field `name`: "), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+        let peer = SERVER.replace("[[peer]]\n", &format!("[[peer]]\nname = \"{name}\"\n"));
+        let err = server_err(&peer);
+        assert!(err.starts_with("s.toml:6: field `name`: "), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+    }
+    let longest = "a".repeat(64);
+    for name in [longest.as_str(), "DSL line 2", "eth0.100", "Glasfaser-Büro"] {
+        let text = CLIENT.replace(
+            "interface = \"eth0\"",
+            &format!("name = \"{name}\"\ninterface = \"eth0\""),
+        );
+        let client: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
+        assert_eq!(client.paths[0].get_ref().display_name(), name);
+    }
+}
+

@@ -177,6 +177,28 @@ pub fn path_source<'de, D: serde::Deserializer<'de>>(
     }
 }
 
+/// Longest path or peer name.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A path's or a peer's `name`, which logs, `braid status` and the
+/// metrics' labels print: 1 to [`MAX_NAME_LEN`] bytes without control
+/// characters, which would forge or garble the lines it is printed in.
+pub fn name<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    let problem = if name.is_empty() {
+        format!("an empty name: give one of 1 to {MAX_NAME_LEN} bytes, or leave name out")
+    } else if name.len() > MAX_NAME_LEN {
+        format!("{name:?} is longer than {MAX_NAME_LEN} bytes")
+    } else if name.chars().any(char::is_control) {
+        format!("{name:?} holds a control character (a newline, a tab, an escape)")
+    } else {
+        return Ok(Some(name));
+    };
+    Err(serde::de::Error::custom(problem))
+}
+
 /// A tunnel address with its prefix length (`10.77.0.2/24`): the address
 /// the TUN device gets, and the prefix routed into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
