@@ -41,14 +41,23 @@ impl ConfigError {
     }
 
     pub fn from_toml(file: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
-        let message = e.message().trim_end().replace('\n', "; ");
+        let mut message = e.message().trim_end().replace('\n', "; ");
         let span = e.span();
+        // A `[name]` table where an array was expected: the field is the
+        // table, written as one table instead of an array of tables.
+        let table = span.as_ref().and_then(|s| table_header(text, s.start));
+        if let Some(table) = table
+            .as_ref()
+            .filter(|_| message.contains("expected a sequence"))
+        {
+            message += &format!(": write [[{table}]] (an array of tables)");
+        }
         // toml names the field itself for unknown and missing fields; for a
         // value it rejected, the field is the key the value belongs to.
         let field = if message.contains("field `") {
             None
         } else {
-            span.as_ref().and_then(|s| key_before(text, s.start))
+            table.or_else(|| span.as_ref().and_then(|s| key_before(text, s.start)))
         };
         ConfigError {
             file: file.to_owned(),
@@ -76,6 +85,20 @@ fn line_of(text: &str, offset: usize) -> usize {
         .filter(|&&b| b == b'\n')
         .count()
         + 1
+}
+
+/// The name of the `[name]` table header (not `[[name]]`) at byte
+/// `offset`, the start of its line (not an array value).
+fn table_header(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    if !before[line_start..].trim().is_empty() {
+        return None;
+    }
+    let rest = &text[offset..];
+    let inside = rest.strip_prefix('[').filter(|r| !r.starts_with('['))?;
+    let (name, _) = inside.split_once(']')?;
+    Some(name.trim().to_owned())
 }
 
 /// The key of the `key = value` line holding byte `offset`, when the

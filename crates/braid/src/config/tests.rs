@@ -374,7 +374,10 @@ fn a_path_source_or_server_that_is_no_host_is_refused() {
     for (source, says) in [
         ("0.0.0.0", "0.0.0.0 is an unspecified address"),
         ("224.0.0.1", "224.0.0.1 is a multicast address"),
-        ("255.255.255.255", "255.255.255.255 is the broadcast address"),
+        (
+            "255.255.255.255",
+            "255.255.255.255 is the broadcast address",
+        ),
         ("::", ":: is an unspecified address"),
         ("ff02::1", "ff02::1 is a multicast address"),
     ] {
@@ -407,10 +410,20 @@ fn a_tunnel_address_must_be_a_host_address_of_its_own() {
         let err = client_err(&CLIENT.replace("10.77.0.2/24", ipv4));
         assert_eq!(err, format!("c.toml:6: field `ipv4`: {says}"));
     }
-    for ipv6 in ["::1/128", "ff02::1/64", "::/64", "fe80::2/64", "febf::2/64", "fd77::2/0"] {
+    for ipv6 in [
+        "::1/128",
+        "ff02::1/64",
+        "::/64",
+        "fe80::2/64",
+        "febf::2/64",
+        "fd77::2/0",
+    ] {
         let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"", &format!("ipv6 = \"{ipv6}\""));
         let err = client_err(&text);
-        assert!(err.starts_with(&format!("c.toml:6: field `ipv6`: {ipv6}: ")), "{err}");
+        assert!(
+            err.starts_with(&format!("c.toml:6: field `ipv6`: {ipv6}: ")),
+            "{err}"
+        );
     }
     let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"", "ipv6 = \"fd77::/64\"");
     assert_eq!(
@@ -418,10 +431,19 @@ fn a_tunnel_address_must_be_a_host_address_of_its_own() {
         "c.toml:6: field `ipv6`: fd77::/64 is a network, not a host address in it (e.g. fd77::1/64)"
     );
     let err = server_err(&SERVER.replace("10.77.0.1/24", "127.0.0.1/8"));
-    assert!(err.starts_with("s.toml:4: field `ipv4`: 127.0.0.1/8: a loopback"), "{err}");
+    assert!(
+        err.starts_with("s.toml:4: field `ipv4`: 127.0.0.1/8: a loopback"),
+        "{err}"
+    );
     // Point-to-point prefixes have no network or broadcast address
     // (RFC 3021, RFC 6164); a host next to the special ones is fine.
-    for ipv4 in ["10.77.0.0/31", "10.77.0.1/31", "10.77.0.9/32", "10.77.0.254/24", "10.77.0.1/30"] {
+    for ipv4 in [
+        "10.77.0.0/31",
+        "10.77.0.1/31",
+        "10.77.0.9/32",
+        "10.77.0.254/24",
+        "10.77.0.1/30",
+    ] {
         let text = CLIENT.replace("10.77.0.2/24", ipv4);
         let got = parse::<ClientConfig>(Path::new("c.toml"), &text);
         assert!(got.is_ok(), "{ipv4}: {got:?}");
@@ -437,9 +459,18 @@ fn a_tunnel_address_must_be_a_host_address_of_its_own() {
 fn names_are_refused_empty_long_or_with_control_characters() {
     let long = "a".repeat(65);
     for (name, says) in [
-        ("", "an empty name: give one of 1 to 64 bytes, or leave name out"),
-        ("a\\nb", "\"a\\nb\" holds a control character (a newline, a tab, an escape)"),
-        ("\\u001b[31mred", "\"\\u{1b}[31mred\" holds a control character"),
+        (
+            "",
+            "an empty name: give one of 1 to 64 bytes, or leave name out",
+        ),
+        (
+            "a\\nb",
+            "\"a\\nb\" holds a control character (a newline, a tab, an escape)",
+        ),
+        (
+            "\\u001b[31mred",
+            "\"\\u{1b}[31mred\" holds a control character",
+        ),
         ("del\\u007f", "\"del\\u{7f}\" holds a control character"),
         ("c1\\u0085", "\"c1\\u{85}\" holds a control character"),
         (long.as_str(), "is longer than 64 bytes"),
@@ -467,3 +498,14 @@ fn names_are_refused_empty_long_or_with_control_characters() {
     }
 }
 
+#[test]
+fn a_single_table_for_an_array_of_tables_is_named() {
+    let text = CLIENT.replace("[[path]]", "[path]");
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:7: field `path`: "), "{err}");
+    assert!(err.contains("write [[path]] (an array of tables)"), "{err}");
+    let text = SERVER.replace("[[peer]]", "[peer]");
+    let err = server_err(&text);
+    assert!(err.starts_with("s.toml:5: field `peer`: "), "{err}");
+    assert!(err.contains("write [[peer]] (an array of tables)"), "{err}");
+}
