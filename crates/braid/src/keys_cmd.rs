@@ -8,6 +8,11 @@ use rand::rngs::OsRng;
 
 use crate::{write_stdout, Failure};
 
+/// Where a private or pre-shared key comes from, said with a key refused.
+pub const MAKE_KEY_HINT: &str = "make one with `braid genkey`";
+/// Where a public key comes from, said with a key refused.
+pub const PUBLIC_KEY_HINT: &str = "a public key comes from `braid pubkey < KEYFILE`";
+
 /// Longest stdin `braid pubkey` reads: a key is 44 characters.
 const MAX_KEY_TEXT: u64 = 1024;
 
@@ -30,6 +35,6 @@ pub fn pubkey() -> Result<(), Failure> {
         )));
     }
     let private = PrivateKey::from_base64(&text)
-        .map_err(|e| Failure::Usage(format!("stdin: not a private key: {e}")))?;
+        .map_err(|e| Failure::Usage(format!("stdin: not a private key: {e} ({MAKE_KEY_HINT})")))?;
     write_stdout(&format!("{}\n", private.public_key().to_base64()))
 }

@@ -18,7 +18,7 @@ pub enum KeyError {
     Base64,
     #[error("key has {0} bytes, expected {KEY_LEN}")]
     Length(usize),
-    #[error("key is all zeros (a placeholder, not a key): make one with `braid genkey`")]
+    #[error("key is all zeros: a placeholder, not a key")]
     AllZero,
 }
 

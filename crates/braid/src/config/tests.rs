@@ -345,7 +345,7 @@ fn a_bad_key_names_its_field() {
     let err = client_err(&text);
     assert_eq!(
         err,
-        "c.toml:3: field `public_key`: key has 6 bytes, expected 32 (make one with `braid genkey`)"
+        "c.toml:3: field `public_key`: key has 6 bytes, expected 32 (a public key comes from `braid pubkey < KEYFILE`)"
     );
 }
 
@@ -496,6 +496,29 @@ fn names_are_refused_empty_long_or_with_control_characters() {
         let client: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
         assert_eq!(client.paths[0].get_ref().display_name(), name);
     }
+}
+
+#[test]
+fn an_all_zero_key_says_once_where_a_real_one_comes_from() {
+    let zeros = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let text = CLIENT.replace("Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=", zeros);
+    assert_eq!(
+        client_err(&text),
+        "c.toml:3: field `public_key`: key is all zeros: a placeholder, not a key (a public key comes from `braid pubkey < KEYFILE`)"
+    );
+    let text = CLIENT.replace("AlysX+WJqMQ8zAiklyPA2EhTBP+wt+Y7nxUuA1mb7Gs=", zeros);
+    assert_eq!(
+        client_err(&text),
+        "c.toml:1: field `private_key`: key is all zeros: a placeholder, not a key (make one with `braid genkey`)"
+    );
+    let text = CLIENT.replace(
+        "[tunnel]",
+        &format!("preshared_key = \"{zeros}\"\n[tunnel]"),
+    );
+    assert_eq!(
+        client_err(&text),
+        "c.toml:5: field `preshared_key`: key is all zeros: a placeholder, not a key (make one with `braid genkey`)"
+    );
 }
 
 #[test]

@@ -5,6 +5,8 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use braid_core::crypto::{KeyError, PresharedKey, PrivateKey, PublicKey};
+
+use crate::keys_cmd::{MAKE_KEY_HINT, PUBLIC_KEY_HINT};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
@@ -183,9 +185,7 @@ pub const MAX_NAME_LEN: usize = 64;
 /// A path's or a peer's `name`, which logs, `braid status` and the
 /// metrics' labels print: 1 to [`MAX_NAME_LEN`] bytes without control
 /// characters, which would forge or garble the lines it is printed in.
-pub fn name<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<String>, D::Error> {
+pub fn name<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
     let name = String::deserialize(deserializer)?;
     let problem = if name.is_empty() {
         format!("an empty name: give one of 1 to {MAX_NAME_LEN} bytes, or leave name out")
@@ -268,22 +268,27 @@ pub struct Key<K>(pub K);
 
 /// The key types a config holds, read from base64.
 pub trait KeyText: Sized {
+    /// Where a key of this kind comes from, said when one is refused.
+    const HINT: &'static str;
     fn from_text(text: &str) -> Result<Self, KeyError>;
 }
 
 impl KeyText for PrivateKey {
+    const HINT: &'static str = MAKE_KEY_HINT;
     fn from_text(text: &str) -> Result<Self, KeyError> {
         PrivateKey::from_base64(text)
     }
 }
 
 impl KeyText for PublicKey {
+    const HINT: &'static str = PUBLIC_KEY_HINT;
     fn from_text(text: &str) -> Result<Self, KeyError> {
         PublicKey::from_base64(text)
     }
 }
 
 impl KeyText for PresharedKey {
+    const HINT: &'static str = MAKE_KEY_HINT;
     fn from_text(text: &str) -> Result<Self, KeyError> {
         PresharedKey::from_base64(text)
     }
@@ -294,6 +299,6 @@ impl<'de, K: KeyText> Deserialize<'de> for Key<K> {
         let text = String::deserialize(deserializer)?;
         K::from_text(&text)
             .map(Key)
-            .map_err(|e| serde::de::Error::custom(format!("{e} (make one with `braid genkey`)")))
+            .map_err(|e| serde::de::Error::custom(format!("{e} ({})", K::HINT)))
     }
 }

@@ -77,13 +77,22 @@ fn load_private_key(path: &Path) -> Result<PrivateKey, Failure> {
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_KEY_FILE_BYTES).read_to_string(&mut text))
         .map_err(|e| Failure::Usage(format!("--key {}: {e}", path.display())))?;
-    PrivateKey::from_base64(text.trim())
-        .map_err(|e| Failure::Usage(format!("--key {}: not a private key: {e}", path.display())))
+    PrivateKey::from_base64(text.trim()).map_err(|e| {
+        Failure::Usage(format!(
+            "--key {}: not a private key: {e} ({})",
+            path.display(),
+            crate::keys_cmd::MAKE_KEY_HINT
+        ))
+    })
 }
 
 fn parse_public_key(text: &str) -> Result<PublicKey, Failure> {
-    PublicKey::from_base64(text.trim())
-        .map_err(|e| Failure::Usage(format!("--peer {text:?}: not a public key: {e}")))
+    PublicKey::from_base64(text.trim()).map_err(|e| {
+        Failure::Usage(format!(
+            "--peer {text:?}: not a public key: {e} ({})",
+            crate::keys_cmd::PUBLIC_KEY_HINT
+        ))
+    })
 }
 
 /// The session both ends use: the daemons' settings plus the stream. The
