@@ -55,7 +55,7 @@ pub struct Routing {
     /// the paths' own packets to the server.
     pub route_all: Option<Spanned<bool>>,
     /// Only these prefixes.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::values::route_prefixes")]
     pub prefixes: Vec<IpNet>,
     /// The policy-routing table braid's routes go into.
     #[serde(default = "default_table")]

@@ -62,6 +62,23 @@ fn check_control_socket(socket: Option<&toml::Spanned<std::path::PathBuf>>) -> R
     Ok(())
 }
 
+/// The first of `items` with the same key as an earlier one: two paths or
+/// peers of one name, a prefix listed twice.
+fn repeated<T, K: PartialEq>(
+    items: impl IntoIterator<Item = T>,
+    key: impl Fn(&T) -> K,
+) -> Option<T> {
+    let mut seen = Vec::new();
+    for item in items {
+        let k = key(&item);
+        if seen.contains(&k) {
+            return Some(item);
+        }
+        seen.push(k);
+    }
+    None
+}
+
 /// Reads and checks the config in `path`.
 pub fn load<T: DeserializeOwned + Validate>(path: &Path) -> Result<T, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;

@@ -499,6 +499,46 @@ fn names_are_refused_empty_long_or_with_control_characters() {
 }
 
 #[test]
+fn routed_prefixes_are_networks_listed_once_and_not_loopback() {
+    for (prefixes, says) in [
+        (
+            "\"127.0.0.0/8\"",
+            "127.0.0.0/8 is loopback: it never leaves the host",
+        ),
+        (
+            "\"127.1.0.0/16\"",
+            "127.1.0.0/16 is loopback: it never leaves the host",
+        ),
+        (
+            "\"::1/128\"",
+            "::1/128 is loopback: it never leaves the host",
+        ),
+        (
+            "\"10.0.0.1/8\"",
+            "10.0.0.1/8 has bits set after the prefix: did you mean 10.0.0.0/8?",
+        ),
+        (
+            "\"2001:db8::1/32\"",
+            "2001:db8::1/32 has bits set after the prefix: did you mean 2001:db8::/32?",
+        ),
+        (
+            "\"10.0.0.0/8\", \"192.168.0.0/16\", \"10.0.0.0/8\"",
+            "10.0.0.0/8 is listed twice",
+        ),
+    ] {
+        let text = format!("{CLIENT}[routing]\nprefixes = [{prefixes}]\n");
+        assert_eq!(
+            client_err(&text),
+            format!("c.toml:10: field `prefixes`: {says}")
+        );
+    }
+    let text =
+        format!("{CLIENT}[routing]\nprefixes = [\"0.0.0.0/1\", \"128.0.0.0/1\", \"::/0\"]\n");
+    let client: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
+    assert_eq!(client.routing.prefixes.len(), 3);
+}
+
+#[test]
 fn an_all_zero_key_says_once_where_a_real_one_comes_from() {
     let zeros = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
     let text = CLIENT.replace("Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=", zeros);

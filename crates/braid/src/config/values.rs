@@ -199,6 +199,42 @@ pub fn name<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<
     Err(serde::de::Error::custom(problem))
 }
 
+/// `[routing] prefixes`: networks (no bits set after the prefix length),
+/// none of them loopback, each listed once.
+pub fn route_prefixes<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<IpNet>, D::Error> {
+    let prefixes = Vec::<RoutePrefix>::deserialize(deserializer)?;
+    if let Some(net) = super::repeated(&prefixes, |p| p.0) {
+        return Err(serde::de::Error::custom(format!(
+            "{} is listed twice",
+            net.0
+        )));
+    }
+    Ok(prefixes.into_iter().map(|p| p.0).collect())
+}
+
+/// One of `[routing] prefixes`, checked at its own place in the list.
+#[derive(Deserialize)]
+#[serde(try_from = "IpNet")]
+struct RoutePrefix(IpNet);
+
+impl TryFrom<IpNet> for RoutePrefix {
+    type Error = String;
+    fn try_from(net: IpNet) -> Result<RoutePrefix, String> {
+        if net.network().is_loopback() {
+            return Err(format!("{net} is loopback: it never leaves the host"));
+        }
+        if net != net.trunc() {
+            return Err(format!(
+                "{net} has bits set after the prefix: did you mean {}?",
+                net.trunc()
+            ));
+        }
+        Ok(RoutePrefix(net))
+    }
+}
+
 /// A tunnel address with its prefix length (`10.77.0.2/24`): the address
 /// the TUN device gets, and the prefix routed into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
