@@ -39,7 +39,7 @@ pub struct ClientConfig {
 #[serde(deny_unknown_fields)]
 pub struct ServerEndpoint {
     /// The server's static public key (base64, `braid pubkey`).
-    pub public_key: Key<PublicKey>,
+    pub public_key: Spanned<Key<PublicKey>>,
     /// The server's UDP address, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`), or
     /// `NAME:PORT`.
     pub endpoint: Spanned<ServerAddr>,
@@ -171,6 +171,14 @@ impl Validate for ClientConfig {
         }
         self.tunnel.validate()?;
         check_endpoint(&self.server.endpoint)?;
+        let server_key = &self.server.public_key;
+        if server_key.get_ref().0 == self.private_key.0.public_key() {
+            return Err(Invalid::new(
+                server_key.span(),
+                "public_key",
+                "this is the client's own public key (of its private_key), not the server's",
+            ));
+        }
         super::check_control_socket(self.control_socket.as_ref())?;
         let route_all = self.routing.route_all.as_ref();
         if let Some(all) = route_all.filter(|all| *all.get_ref()) {
@@ -182,7 +190,6 @@ impl Validate for ClientConfig {
                 ));
             }
         }
-        let mut names = Vec::new();
         for path in &self.paths {
             let span = path.span();
             let p = path.get_ref();
@@ -237,15 +244,16 @@ impl Validate for ClientConfig {
                     ));
                 }
             }
-            let name = p.display_name();
-            if names.contains(&name) {
-                return Err(Invalid::new(
-                    span,
-                    "name",
-                    format!("two paths are called {name:?}: give each a distinct name"),
-                ));
-            }
-            names.push(name);
+        }
+        if let Some(path) = super::repeated(&self.paths, |p| p.get_ref().display_name()) {
+            return Err(Invalid::new(
+                path.span(),
+                "name",
+                format!(
+                    "two paths are called {:?}: give each a distinct name",
+                    path.get_ref().display_name()
+                ),
+            ));
         }
         Ok(())
     }

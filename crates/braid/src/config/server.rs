@@ -72,6 +72,16 @@ impl Validate for ServerConfig {
         }
         self.tunnel.validate()?;
         super::check_control_socket(self.control_socket.as_ref())?;
+        let named = self.peers.iter().filter(|p| p.get_ref().name.is_some());
+        if let Some(peer) = super::repeated(named, |p| p.get_ref().name.clone()) {
+            let name = peer.get_ref().name.as_deref().unwrap_or_default();
+            return Err(Invalid::new(
+                peer.span(),
+                "name",
+                format!("two peers are called {name:?}: give each a distinct name"),
+            ));
+        }
+        let own_key = self.private_key.0.public_key();
         let mut seen: Vec<&IpNet> = Vec::new();
         let mut keys: Vec<&PublicKey> = Vec::new();
         for peer in &self.peers {
@@ -84,6 +94,13 @@ impl Validate for ServerConfig {
                 ));
             }
             keys.push(&p.public_key.0);
+            if p.public_key.0 == own_key {
+                return Err(Invalid::new(
+                    peer.span(),
+                    "public_key",
+                    "this is the server's own public key (of its private_key), not a client's",
+                ));
+            }
             if p.allowed.is_empty() {
                 return Err(Invalid::new(
                     peer.span(),
@@ -100,6 +117,22 @@ impl Validate for ServerConfig {
                         peer.span(),
                         "allowed",
                         format!("{net} overlaps {other} of another peer: each client's addresses are its own"),
+                    ));
+                }
+            }
+            if let Some(net) = super::repeated(&p.allowed, |net| **net) {
+                return Err(Invalid::new(
+                    peer.span(),
+                    "allowed",
+                    format!("{net} is listed twice"),
+                ));
+            }
+            for net in &p.allowed {
+                if let Some(addr) = self.tunnel.addrs().find(|a| net.contains(a)) {
+                    return Err(Invalid::new(
+                        peer.span(),
+                        "allowed",
+                        format!("{net} holds the server's own tunnel address {addr}"),
                     ));
                 }
             }

@@ -499,6 +499,61 @@ fn names_are_refused_empty_long_or_with_control_characters() {
 }
 
 #[test]
+fn peers_have_distinct_names_and_allowed_prefixes_without_the_server() {
+    let named = SERVER.replace("[[peer]]\n", "[[peer]]\nname = \"home\"\n");
+    let text = format!(
+        "{named}[[peer]]\nname = \"home\"\npublic_key = \"Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=\"\nallowed = [\"10.77.0.3/32\"]\n"
+    );
+    assert_eq!(
+        server_err(&text),
+        "s.toml:9: field `name`: two peers are called \"home\": give each a distinct name"
+    );
+
+    let text = SERVER.replace("10.77.0.2/32", "10.77.0.1/32");
+    assert_eq!(
+        server_err(&text),
+        "s.toml:5: field `allowed`: 10.77.0.1/32 holds the server's own tunnel address 10.77.0.1"
+    );
+    let text = SERVER
+        .replace(
+            "ipv4 = \"10.77.0.1/24\"",
+            "ipv4 = \"10.77.0.1/24\"\nipv6 = \"fd77::1/64\"",
+        )
+        .replace("\"10.77.0.2/32\"", "\"10.77.0.2/32\", \"fd77::/64\"");
+    assert_eq!(
+        server_err(&text),
+        "s.toml:6: field `allowed`: fd77::/64 holds the server's own tunnel address fd77::1"
+    );
+
+    let text = SERVER.replace("\"10.77.0.2/32\"", "\"10.77.0.2/32\", \"10.77.0.2/32\"");
+    assert_eq!(
+        server_err(&text),
+        "s.toml:5: field `allowed`: 10.77.0.2/32 is listed twice"
+    );
+}
+
+#[test]
+fn an_end_refuses_its_own_public_key_as_the_other_ends() {
+    // The public keys of CLIENT's and SERVER's private keys.
+    let text = CLIENT.replace(
+        "Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=",
+        "XahM6Ob4DUGQHJErWVjgqZgUpMg1/K9/rYdHCLWh2xw=",
+    );
+    assert_eq!(
+        client_err(&text),
+        "c.toml:3: field `public_key`: this is the client's own public key (of its private_key), not the server's"
+    );
+    let text = SERVER.replace(
+        "cD+3h/LfNRMz1ev65aN3biwobLWdo+N1ERuiq1ckGSk=",
+        "d/0SoKgLq9gO7m9r91UjVpHcwDCpzrFh6JNWyt0Y3ho=",
+    );
+    assert_eq!(
+        server_err(&text),
+        "s.toml:5: field `public_key`: this is the server's own public key (of its private_key), not a client's"
+    );
+}
+
+#[test]
 fn routed_prefixes_are_networks_listed_once_and_not_loopback() {
     for (prefixes, says) in [
         (

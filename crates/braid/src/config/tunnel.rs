@@ -2,6 +2,8 @@
 //! addresses inside the tunnel, its MTU, and whether lost datagrams are
 //! re-sent.
 
+use std::net::IpAddr;
+
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -52,6 +54,16 @@ fn check_tun_name(name: &Spanned<String>) -> Result<(), Invalid> {
         format!("{n:?} is not 1 to {MAX_INTERFACE_NAME_LEN} bytes long")
     };
     Err(Invalid::new(name.span(), "name", problem))
+}
+
+impl TunnelConfig {
+    /// This end's addresses inside the tunnel.
+    pub fn addrs(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        [&self.ipv4, &self.ipv6]
+            .into_iter()
+            .flatten()
+            .map(|a| a.get_ref().addr())
+    }
 }
 
 impl Validate for TunnelConfig {

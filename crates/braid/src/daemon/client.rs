@@ -174,7 +174,7 @@ async fn serve(
     let mut session = Session::client(
         session::ClientConfig {
             local: StaticKeypair::from_private(config.private_key.0.clone()),
-            server: config.server.public_key.0,
+            server: config.server.public_key.get_ref().0,
             psk: config.server.preshared_key.as_ref().map(|k| k.0.clone()),
             paths,
             session: session_config(mtu, config.tunnel.resend_losses),
