@@ -49,6 +49,26 @@ fn the_examples_parse() {
     let server: ServerConfig = load(&example("server.toml")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(server.listen.get_ref().len(), 2);
     assert_eq!(server.peers.len(), 2);
+
+    // The two examples are a working pair: each names the other's key, and
+    // the server lets the client send from its tunnel addresses.
+    assert_eq!(
+        client.server.public_key.get_ref().0,
+        server.private_key.0.public_key()
+    );
+    let home = server
+        .peers
+        .iter()
+        .map(|p| p.get_ref())
+        .find(|p| p.public_key.0 == client.private_key.0.public_key())
+        .expect("the server lists the example client");
+    for address in [&client.tunnel.ipv4, &client.tunnel.ipv6] {
+        let address = address.as_ref().expect("both families").get_ref().0.addr();
+        assert!(
+            home.allowed.iter().any(|net| net.contains(&address)),
+            "{address}"
+        );
+    }
 }
 
 #[test]
