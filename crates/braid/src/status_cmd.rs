@@ -50,7 +50,7 @@ pub fn run(args: &StatusArgs) -> Result<(), Failure> {
         } else {
             let doc: Value = serde_json::from_str(&text)
                 .map_err(|e| Failure::Runtime(format!("daemon sent bad JSON: {e}")))?;
-            render(&doc)
+            render(&doc).map_err(|e| Failure::Runtime(format!("{}: {e}", socket.display())))?
         };
         if args.watch {
             // Clear the screen and home the cursor, like watch(1).
@@ -73,8 +73,9 @@ fn default_socket() -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
-/// The status document as a table per session.
-pub fn render(doc: &Value) -> String {
+/// The status document as a table per session; an error for a document
+/// that is no daemon's status.
+pub fn render(doc: &Value) -> Result<String, String> {
     let mut out = String::new();
     match doc["role"].as_str() {
         Some("client") => session(&mut out, &doc["session"]),
@@ -107,10 +108,15 @@ pub fn render(doc: &Value) -> String {
                 }
             }
         }
-        _ => out.push_str("unknown status document\n"),
+        _ => {
+            return Err(
+                "the answer is no braid status (its \"role\" is neither \"client\" nor \"server\")"
+                    .to_owned(),
+            )
+        }
     }
     let _ = writeln!(out, "\ndaemon: {}", doc["daemon"]);
-    out
+    Ok(out)
 }
 
 fn session(out: &mut String, s: &Value) {
@@ -214,6 +220,20 @@ fn drops(d: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// Whatever answers on the socket, a document without a daemon's role
+    /// is an error, not a table of question marks and an exit status of 0.
+    #[test]
+    fn a_document_that_is_no_status_is_refused() {
+        for doc in [
+            serde_json::json!({}),
+            serde_json::json!({"role": "proxy", "paths": "x"}),
+            serde_json::json!([1, 2]),
+        ] {
+            let e = render(&doc).unwrap_err();
+            assert!(e.contains("no braid status"), "{e}");
+        }
+    }
+
     #[test]
     fn a_capped_path_shows_its_usage_cap_and_demotion() {
         let doc = serde_json::json!({
@@ -228,7 +248,7 @@ mod tests {
             ]},
             "daemon": {},
         });
-        let text = super::render(&doc);
+        let text = super::render(&doc).unwrap();
         assert!(
             text.contains(
                 "data cap lte: 50.12 GB of 50.00 GB this month (to 2026-12-01T00:00:00Z), \
@@ -254,7 +274,7 @@ mod tests {
             ]},
             "daemon": {},
         });
-        let text = render(&doc);
+        let text = render(&doc).unwrap();
         assert!(
             text.contains("lte          down")
                 && text.contains("\n  link lost: interface \"wwan0\" does not exist\n"),

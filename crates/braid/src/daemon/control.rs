@@ -83,6 +83,6 @@ pub async fn query(path: &Path) -> io::Result<String> {
             .read_to_string(&mut text),
     )
     .await
-    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no answer within 2 s"))??;
+    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no complete answer within 2 s"))??;
     Ok(text)
 }
