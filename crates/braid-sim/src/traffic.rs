@@ -54,6 +54,8 @@ pub enum TrafficError {
     Syntax(String),
     #[error("bad traffic {0:?}: {1}")]
     Value(String, SpecError),
+    #[error("bad traffic {0:?}: {1}")]
+    Range(String, &'static str),
 }
 
 /// Ramp rate steps, as in the paper ("every 200 ms").
@@ -79,11 +81,11 @@ impl TrafficSpec {
             None => (s, Duration::ZERO),
         };
         let parts: Vec<&str> = body.split(':').collect();
-        let flows = |n: &str| {
-            n.parse::<u32>()
-                .ok()
-                .filter(|n| (1..=MAX_TCP_FLOWS).contains(n))
-                .ok_or_else(syntax)
+        let range = |what| TrafficError::Range(s.to_owned(), what);
+        let flows = |n: &str| match n.parse::<u64>() {
+            Ok(n) if (1..=u64::from(MAX_TCP_FLOWS)).contains(&n) => Ok(n as u32),
+            Ok(_) => Err(range("N, the number of TCP connections, is 1 to 64")),
+            Err(_) => Err(syntax()),
         };
         let cc = |c: &str| {
             let (name, hystart) = match c.strip_suffix(HYSTART_SUFFIX) {
@@ -111,15 +113,19 @@ impl TrafficSpec {
             ["tcp", c, n] => Ok(tcp(cc(c)?, flows(n)?)),
             ["bulk"] => Ok(TrafficSpec::Bulk { bytes: None }),
             ["bulk", size] => Ok(TrafficSpec::Bulk {
-                bytes: Some(parse_size(size).ok_or_else(syntax)?),
+                bytes: Some(parse_size(size).ok_or_else(|| {
+                    range(
+                        "SIZE is at least one byte, in B, kB, MB, GB, KiB, MiB or GiB (bulk:64MiB)",
+                    )
+                })?),
             }),
             ["cbr", pct] if pct.ends_with('%') => {
-                let f: f64 = pct
-                    .trim_end_matches('%')
-                    .parse()
-                    .ok()
-                    .filter(|f: &f64| f.is_finite() && *f > 0.0 && *f <= 1000.0)
-                    .ok_or_else(syntax)?;
+                let f: f64 = pct.trim_end_matches('%').parse().map_err(|_| syntax())?;
+                if !(f.is_finite() && f > 0.0 && f <= 1000.0) {
+                    return Err(range(
+                        "PCT% of the ideal goodput is above 0 and at most 1000%",
+                    ));
+                }
                 Ok(TrafficSpec::CbrFraction {
                     fraction: f / 100.0,
                 })
@@ -385,6 +391,29 @@ mod tests {
             "tcp:reno:4",
         ] {
             assert_eq!(TrafficSpec::parse(text).unwrap().to_string(), text);
+        }
+    }
+
+    /// A value out of its range says which range; only what does not fit
+    /// the grammar gets the grammar.
+    #[test]
+    fn a_value_out_of_range_names_its_range() {
+        for (text, says) in [
+            ("tcp:0", "is 1 to 64"),
+            ("tcp:65", "is 1 to 64"),
+            ("tcp:reno:99999999999", "is 1 to 64"),
+            ("cbr:0%", "at most 1000%"),
+            ("cbr:1001%", "at most 1000%"),
+            ("bulk:0", "at least one byte"),
+            ("bulk:1TB", "at least one byte"),
+        ] {
+            let e = TrafficSpec::parse(text).unwrap_err();
+            assert!(matches!(e, TrafficError::Range(..)), "{text}: {e}");
+            assert!(e.to_string().contains(says), "{text}: {e}");
+        }
+        for text in ["tcp:x", "cbr:abc%", "tcp:cubic:x", "tcp:vegas"] {
+            let e = TrafficSpec::parse(text).unwrap_err();
+            assert!(matches!(e, TrafficError::Syntax(_)), "{text}: {e}");
         }
     }
 
