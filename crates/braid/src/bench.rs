@@ -74,10 +74,10 @@ pub struct BenchArgs {
     #[arg(long, default_value = "30s")]
     pub duration: String,
     /// Seed of the simulated links' loss and jitter (same seed, same result)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub seed: u64,
     /// Application payload bytes per datagram (datagram mode; reliable mode fills each packet)
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub payload: Option<usize>,
     /// Deliver as packets arrive (no resequencing)
     #[arg(long)]

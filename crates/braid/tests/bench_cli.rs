@@ -216,6 +216,19 @@ fn runs_out_of_proportion_are_refused_before_they_start() {
 }
 
 #[test]
+fn a_negative_number_is_read_as_a_bad_value_not_as_an_unknown_flag() {
+    for flag in ["--seed", "--payload"] {
+        let out = braid(&["bench", "--path", "8mbit,5ms", flag, "-1"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("invalid value '-1' for '{flag} ")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn misleading_input_gets_a_message_that_says_what_to_write() {
     for (args, says) in [
         (&["--path", "0mbit,5ms"][..], "must be positive"),

@@ -47,14 +47,14 @@ pub struct KeyArgs {
     pub key: PathBuf,
     /// Give up after this many seconds (1 to 3600) without hearing the
     /// peer (and, for send, without an answer to the handshake)
-    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = |s: &str| seconds(s, 3600))]
+    #[arg(long, value_name = "SECS", default_value_t = 15, allow_negative_numbers = true, value_parser = |s: &str| seconds(s, 3600))]
     pub timeout: u64,
     /// Give up after this many seconds (1 to 86400) in which the transfer does not move
     /// although the peer still answers (no file data arriving, or none
     /// acknowledged and no answer for a sent file). A sender waiting for
     /// its standard input does not count; a receiver fed by `braid send -`
     /// gives up on a pause of its input longer than this
-    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = |s: &str| seconds(s, 86_400))]
+    #[arg(long, value_name = "SECS", default_value_t = 60, allow_negative_numbers = true, value_parser = |s: &str| seconds(s, 86_400))]
     pub stall_timeout: u64,
     /// Print a JSON summary on stdout at the end
     #[arg(long)]
