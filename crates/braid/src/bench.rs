@@ -42,8 +42,9 @@ Scheduler parameters (NAME:key=value,...; each key at most once):
 
 Limits: a run is refused (exit 2) when it is estimated at more than 100 million
 events (datagrams offered, plus an arrival and an acknowledgement for each
-packet the paths can carry: about a minute of CPU time), or at more than 1 GiB
-of packets in flight and in queues (rate x (round trip + jitter) + queue).
+packet the paths can carry: about a minute of CPU time), at more than 1 GiB
+of packets in flight and in queues (rate x (round trip + jitter) + queue), or
+with more than 16 --traffic sources (tcp:N runs up to 64 connections in one).
 
 Examples (from the repository's root):
   braid bench --path 8mbit,5ms --path 2mbit,5ms --traffic cbr:10mbit
