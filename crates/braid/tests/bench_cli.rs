@@ -458,6 +458,22 @@ fn bench_session_reports_the_tunnel_and_its_overhead() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("the tunnel never came up"), "{err}");
     assert!(out.stdout.is_empty());
+    // The plot file, tried for writing before the run, is not left behind
+    // when the run then fails.
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("run.png");
+    let out = braid(&[
+        "bench",
+        "--path",
+        "8mbit,5ms,loss=0%/100%",
+        "--session",
+        "--duration",
+        "1s",
+        "--plot",
+        png.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(!png.exists(), "an empty plot file was left behind");
 }
 
 #[test]
