@@ -235,6 +235,33 @@ mod tests {
     }
 
     #[test]
+    fn a_server_shows_each_peer_and_whether_it_has_a_session() {
+        let doc = serde_json::json!({
+            "role": "server",
+            "sessions": 1,
+            "handshakes_accepted": 3,
+            "drops": {},
+            "peers": [
+                {"name": "home", "allowed": ["10.77.0.2/32"], "session": {"paths": [
+                    {"name": "p1", "state": "up", "role": "primary"}]}},
+                {"name": "van", "allowed": ["10.77.0.3/32", "fd77::3/128"], "session": null},
+            ],
+            "daemon": {},
+        });
+        let text = render(&doc).unwrap();
+        assert!(
+            text.starts_with("server: 1 session(s), 3 handshake(s) accepted, drops none\n"),
+            "{text}"
+        );
+        assert!(text.contains("\npeer home (10.77.0.2/32)\n"), "{text}");
+        assert!(text.contains("\np1 "), "{text}");
+        assert!(
+            text.contains("\npeer van (10.77.0.3/32, fd77::3/128)\n  no session\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_capped_path_shows_its_usage_cap_and_demotion() {
         let doc = serde_json::json!({
             "role": "client",

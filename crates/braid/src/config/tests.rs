@@ -411,6 +411,11 @@ fn a_path_source_or_server_that_is_no_host_is_refused() {
         client_err(&text),
         "c.toml:4: field `endpoint`: 255.255.255.255:51820: the broadcast address is not a server's address"
     );
+    let text = CLIENT.replace("192.0.2.1:51820", "224.0.0.1:51820");
+    assert_eq!(
+        client_err(&text),
+        "c.toml:4: field `endpoint`: 224.0.0.1:51820: a multicast address is not a server's address"
+    );
 }
 
 #[test]
