@@ -166,11 +166,6 @@ pub enum SimError {
     },
     #[error("simulation made no progress at t={0:?} (a timer that never clears)")]
     Stuck(Duration),
-    #[error(
-        "the tunnel never came up: no handshake completed in the {0:?} run (no path carried one \
-         both ways), so no traffic ran"
-    )]
-    NeverConnected(Duration),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -178,6 +178,7 @@ fn nat_rebinding_mid_transfer_keeps_the_session() {
         .first(Side::Client, |e| matches!(e, Event::PathDown { .. }))
         .is_none());
     assert_eq!(sess.client_handshakes, 1, "no new handshake needed");
+    assert!(sess.connected);
     assert!(r.loss_rate < 0.01, "loss {}", r.loss_rate);
 }
 
@@ -267,6 +268,7 @@ fn unknown_client_gets_no_reply_and_no_state() {
     ))
     .unwrap();
     let sess = session(&r);
+    assert!(!sess.connected);
     assert_eq!(sess.server_datagrams, 0, "the server answered");
     assert_eq!(sess.server_sessions, 0);
     assert!(r.paths.iter().all(|p| p.sender.sent_packets == 0));

@@ -241,9 +241,7 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
 /// Runs a scenario, mapping a bad scheduler spec to a usage error.
 pub fn simulate(s: &Scenario) -> Result<Report, Failure> {
     sim::run(s).map_err(|e| match e {
-        sim::SimError::Stuck(_) | sim::SimError::NeverConnected(_) => {
-            Failure::Runtime(e.to_string())
-        }
+        sim::SimError::Stuck(_) => Failure::Runtime(e.to_string()),
         _ => Failure::Usage(e.to_string()),
     })
 }
@@ -254,6 +252,15 @@ pub fn run(args: &BenchArgs) -> Result<(), Failure> {
         crate::plot::check(file).map_err(Failure::Usage)?;
     }
     let report = simulate(&s)?;
+    // Figures of a run whose sources never started would read as a clean
+    // run of no traffic.
+    if report.session.as_ref().is_some_and(|sess| !sess.connected) {
+        return Err(Failure::Runtime(format!(
+            "the tunnel never came up: no handshake completed in the {} s run (no path carried \
+             one both ways), so no traffic ran",
+            s.duration.as_secs_f64()
+        )));
+    }
     let text = if args.json {
         let json =
             serde_json::to_string_pretty(&report).map_err(|e| Failure::Runtime(e.to_string()))?;
