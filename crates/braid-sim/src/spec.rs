@@ -54,6 +54,8 @@ pub enum SpecError {
     Blackout(String),
     #[error("bad Gilbert-Elliott loss {0:?}: expected P_GB:P_BG[:LOSS_BAD] in percent, such as 1%:30%:100%")]
     GilbertElliott(String),
+    #[error("bad Gilbert-Elliott loss {0:?}: P_BG, the chance per packet of leaving the bad state, must be above 0% (at 0% the path never leaves it)")]
+    GilbertElliottStuck(String),
     #[error("bad cost {0:?}: expected a positive number")]
     Cost(String),
     #[error(
@@ -587,7 +589,7 @@ fn parse_ge(s: &str) -> Result<GilbertElliott, SpecError> {
         loss_in_bad: parts.get(2).map(|x| p(x)).transpose()?.unwrap_or(1.0),
     };
     if ge.p_bad_to_good == 0.0 {
-        return Err(err());
+        return Err(SpecError::GilbertElliottStuck(s.to_owned()));
     }
     Ok(ge)
 }
@@ -673,6 +675,21 @@ mod tests {
             Err(SpecError::GilbertElliott(g)) if g == "1:30%"
         ));
         assert!(matches!(parse_percent("200"), Err(SpecError::Percent(_))));
+    }
+
+    /// A bad state the path never leaves is refused as such, not with the
+    /// grammar, which the spec does follow.
+    #[test]
+    fn a_bad_state_without_exit_is_refused_by_name() {
+        for ge in ["0%:0%", "100%:0%", "1%:0%:50%"] {
+            let e = parse_ge(ge).unwrap_err();
+            assert!(
+                matches!(&e, SpecError::GilbertElliottStuck(g) if g == ge),
+                "{ge}: {e}"
+            );
+            assert!(e.to_string().contains("P_BG"), "{e}");
+        }
+        assert!(parse_ge("0%:1%").is_ok());
     }
 
     #[test]
