@@ -745,23 +745,38 @@ mod tests {
         assert_eq!(c.cwnd_bytes(), 156_250 + 3 * MSS);
     }
 
+    /// Acks `acks` packets of a 20 ms path of `rate_bps`, `burst` at a time
+    /// at the path's mean rate (all of a burst at once), each sent when
+    /// `lag` MSS had been delivered before it, with `in_flight` MSS in flight.
+    fn acks_in_bursts(
+        c: &mut Bbr,
+        (rate_bps, burst): (f64, u64),
+        (lag, in_flight): (u64, u64),
+        acks: u64,
+    ) {
+        let rtt = Duration::from_millis(20);
+        let packet_time = Duration::from_secs_f64(MSS as f64 * 8.0 / rate_bps);
+        let (mut now, mut delivered) = (Instant::from_nanos(0), 0u64);
+        for i in 0..acks {
+            if i % burst == 0 {
+                now += packet_time * burst as u32;
+            }
+            let prior = delivered.saturating_sub(lag * MSS);
+            delivered += MSS;
+            c.on_ack(
+                now,
+                &full_ack(Some(rate_bps), rtt, prior, delivered, in_flight),
+            );
+        }
+    }
+
     /// A 10 Mbit/s, 20 ms path whose acknowledgements come ten at a time,
     /// at the path's mean rate: the window makes room for the burst in
     /// place of the 3 MSS a steady path gets (above).
     #[test]
     fn bursts_of_acknowledgements_widen_the_window_by_a_burst() {
         let mut c = Bbr::new();
-        let rtt = Duration::from_millis(20);
-        let packet_time = Duration::from_secs_f64(MSS as f64 * 8.0 / 10e6);
-        let (mut now, mut delivered) = (Instant::from_nanos(0), 0u64);
-        for i in 0..2_000u64 {
-            if i % 10 == 0 {
-                now += packet_time * 10;
-            }
-            let prior = delivered.saturating_sub(20 * MSS);
-            delivered += MSS;
-            c.on_ack(now, &full_ack(Some(10e6), rtt, prior, delivered, 10));
-        }
+        acks_in_bursts(&mut c, (10e6, 10), (20, 10), 2_000);
         assert_eq!(c.mode, Mode::ProbeBw);
         // The first of each burst starts an epoch; the other nine are
         // ahead of the estimate.
@@ -773,17 +788,7 @@ mod tests {
     #[test]
     fn the_room_for_bursts_is_at_most_100_ms_of_the_rate() {
         let mut c = Bbr::new();
-        let rtt = Duration::from_millis(20);
-        let packet_time = Duration::from_secs_f64(MSS as f64 * 8.0 / 1e6);
-        let (mut now, mut delivered) = (Instant::from_nanos(0), 0u64);
-        for i in 0..4_000u64 {
-            if i % 20 == 0 {
-                now += packet_time * 20;
-            }
-            let prior = delivered.saturating_sub(2 * MSS);
-            delivered += MSS;
-            c.on_ack(now, &full_ack(Some(1e6), rtt, prior, delivered, 1));
-        }
+        acks_in_bursts(&mut c, (1e6, 20), (2, 1), 4_000);
         assert_eq!(c.mode, Mode::ProbeBw);
         // 1.25 BDP (3 125 bytes) and 100 ms at 1 Mbit/s (12 500), not the
         // 19 packets of a burst.
