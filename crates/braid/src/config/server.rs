@@ -81,19 +81,17 @@ impl Validate for ServerConfig {
                 format!("two peers are called {name:?}: give each a distinct name"),
             ));
         }
+        if let Some(peer) = super::repeated(&self.peers, |p| p.get_ref().public_key.0) {
+            return Err(Invalid::new(
+                peer.span(),
+                "public_key",
+                "two peers have the same public key",
+            ));
+        }
         let own_key = self.private_key.0.public_key();
         let mut seen: Vec<&IpNet> = Vec::new();
-        let mut keys: Vec<&PublicKey> = Vec::new();
         for peer in &self.peers {
             let p = peer.get_ref();
-            if keys.contains(&&p.public_key.0) {
-                return Err(Invalid::new(
-                    peer.span(),
-                    "public_key",
-                    "two peers have the same public key",
-                ));
-            }
-            keys.push(&p.public_key.0);
             if p.public_key.0 == own_key {
                 return Err(Invalid::new(
                     peer.span(),
