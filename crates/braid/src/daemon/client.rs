@@ -169,7 +169,9 @@ async fn serve(
             rate_limit_bps: p.rate_limit.as_ref().map(|r| r.bps),
         });
     }
-    let mtu = configured_mtu(&config.tunnel, mtu_from_paths(&config, endpoint.is_ipv6()));
+    let mtu = configured_mtu(&config.tunnel, || {
+        mtu_from_paths(&config, endpoint.is_ipv6())
+    });
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
     let mut session = Session::client(
         session::ClientConfig {

@@ -99,16 +99,19 @@ fn tunnel_mtu_for_paths(path_mtus: impl IntoIterator<Item = u32>, ipv6_paths: bo
         .max(MIN_TUNNEL_MTU)
 }
 
-/// The TUN device a config's `[tunnel]` describes, and its MTU (`default_mtu`
-/// when the config names none).
-/// The tunnel's MTU: the config's, or `default_mtu`.
-fn configured_mtu(tunnel: &TunnelConfig, default_mtu: u16) -> u16 {
-    tunnel.mtu.as_ref().map_or(default_mtu, |m| *m.get_ref())
+/// The tunnel's MTU: the config's, or `default_mtu()` when it names none
+/// (only then is the default worked out).
+fn configured_mtu(tunnel: &TunnelConfig, default_mtu: impl FnOnce() -> u16) -> u16 {
+    tunnel
+        .mtu
+        .as_ref()
+        .map_or_else(default_mtu, |m| *m.get_ref())
 }
 
-/// Creates the TUN device. The daemons call it after everything else a
-/// config can get wrong (session, data caps, control socket, metrics), so
-/// that such a mistake fails before any device or route exists.
+/// Creates the TUN device `tunnel` describes, with `mtu`. The daemons call
+/// it after everything else a config can get wrong (session, data caps,
+/// control socket, metrics), so that such a mistake fails before any
+/// device or route exists.
 fn create_tun(tunnel: &TunnelConfig, mtu: u16) -> Result<Tun, Failure> {
     let address =
         |family: &Option<toml::Spanned<TunnelAddr>>| family.as_ref().map(|a| a.get_ref().0);

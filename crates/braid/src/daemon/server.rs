@@ -78,7 +78,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     for &addr in config.listen.get_ref() {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
-    let mtu = configured_mtu(&config.tunnel, default_tunnel_mtu());
+    let mtu = configured_mtu(&config.tunnel, default_tunnel_mtu);
     let peers: Vec<Peer> = config
         .peers
         .iter()
