@@ -103,6 +103,21 @@ impl Lab {
         std::fs::read_to_string(self.dir.join(format!("{side}.log"))).unwrap_or_default()
     }
 
+    /// Waits up to 10 s for `side`'s log to contain `needle`: the control
+    /// socket accepts before the routes are made, and so before what their
+    /// setup logs.
+    fn wait_for_log(&self, side: &str, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.log(side).contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} in {side}'s log within 10 s:\n{}",
+                self.log(side)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Starts `braid SIDE` in its namespace and waits for its control
     /// socket. The log is appended to, so a restart keeps the first run's.
     fn start(&mut self, side: &str) {
@@ -477,9 +492,8 @@ fn strict_reverse_path_filtering_is_warned_about() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     lab.start("server");
     lab.start("client");
-    let log = lab.log("client");
-    assert!(
-        log.contains("strict reverse-path filtering (rp_filter = 1) on p1 drops"),
-        "{log}"
+    lab.wait_for_log(
+        "client",
+        "strict reverse-path filtering (rp_filter = 1) on p1 drops",
     );
 }

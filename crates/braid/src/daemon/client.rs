@@ -82,7 +82,15 @@ fn mtu_from_paths(config: &ClientConfig, server_ipv6: bool) -> u16 {
         .filter_map(|name| interface_mtu(&name).ok().map(|mtu| (name, mtu)))
         .collect();
     let mtu = tunnel_mtu_for_paths(known.iter().map(|(_, mtu)| *mtu), server_ipv6);
-    info!(mtu, paths = ?known, "tunnel MTU fitted to the paths' interface MTUs");
+    if known.is_empty() {
+        info!(
+            mtu,
+            "tunnel MTU: the default for 1500-byte links (no path names an interface whose \
+             MTU could be read; set [tunnel] mtu for smaller links)"
+        );
+    } else {
+        info!(mtu, paths = ?known, "tunnel MTU fitted to the paths' interface MTUs");
+    }
     mtu
 }
 
