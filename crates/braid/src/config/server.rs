@@ -106,6 +106,21 @@ impl Validate for ServerConfig {
                     "a peer needs at least one allowed tunnel address",
                 ));
             }
+            // 10.77.0.2/24 admits the whole /24: more likely a client's
+            // address written with the tunnel's prefix than a network.
+            if let Some(net) = p.allowed.iter().find(|net| **net != net.trunc()) {
+                return Err(Invalid::new(
+                    peer.span(),
+                    "allowed",
+                    format!(
+                        "{net} has bits set after the prefix: write {} for the whole network \
+                         or {}/{} for one address",
+                        net.trunc(),
+                        net.addr(),
+                        net.max_prefix_len()
+                    ),
+                ));
+            }
             for net in &p.allowed {
                 if let Some(other) = seen
                     .iter()

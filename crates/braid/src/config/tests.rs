@@ -555,6 +555,13 @@ fn peers_have_distinct_names_and_allowed_prefixes_without_the_server() {
         server_err(&text),
         "s.toml:5: field `allowed`: 10.77.0.2/32 is listed twice"
     );
+
+    let text = SERVER.replace("\"10.77.0.2/32\"", "\"10.77.0.2/32\", \"10.77.1.2/24\"");
+    assert_eq!(
+        server_err(&text),
+        "s.toml:5: field `allowed`: 10.77.1.2/24 has bits set after the prefix: write \
+         10.77.1.0/24 for the whole network or 10.77.1.2/32 for one address"
+    );
 }
 
 #[test]
