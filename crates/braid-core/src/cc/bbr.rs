@@ -62,6 +62,16 @@ const INITIAL_CWND: u64 = 64 * MSS;
 /// "Start-up").
 const INITIAL_WINDOW_RTT: Duration = Duration::from_millis(100);
 const MIN_CWND: u64 = 4 * MSS;
+/// Room in the window beyond the model's target, in time at the path's
+/// rate: the receiver's longest ack delay (2 ms) and the pacer's catch-up
+/// credit (3 ms, `path::PACING_CREDIT`). A fixed three packets was that on
+/// a 7.2 Mbit/s path but 18 ms on a 2 Mbit/s one, more than its
+/// bandwidth-delay product at 5 ms one way: the window held a standing
+/// queue of 3-4 packets there, each expiry of the minimum RTT re-took that
+/// queue as the path's delay, and a 64 kbit/s flow beside a TCP transfer
+/// waited 51 ms (p50) on what was the fastest path (BENCHMARKS.md, "The
+/// small flow on a 2 Mbit/s fast path").
+const BATCHING_ROOM_TIME: Duration = Duration::from_millis(5);
 /// The most time's worth of the path's rate ProbeBW's window adds for
 /// acknowledgements that come in bursts.
 const MAX_AGGREGATION: Duration = Duration::from_millis(100);
@@ -235,6 +245,17 @@ impl Bbr {
         self.ack_aggregation.extra_bytes().min(most)
     }
 
+    /// What the path's rate carries in [`BATCHING_ROOM_TIME`], between one
+    /// and three packets; three in start-up, whose early estimates are
+    /// only its first samples.
+    fn batching_room(&self) -> u64 {
+        if self.mode == Mode::Startup {
+            return 3 * MSS;
+        }
+        let rate = self.max_bw.get().unwrap_or(0.0);
+        ((rate / 8.0 * BATCHING_ROOM_TIME.as_secs_f64()) as u64).clamp(MSS, 3 * MSS)
+    }
+
     /// A full-load sample in the current round. A startup that ended while the path
     /// carried only light traffic (no full-load sample in its last three
     /// rounds) measured that traffic, not the path, and earliest-arrival,
@@ -279,7 +300,7 @@ impl Controller for Bbr {
             self.round += 1;
         }
         if let Some(rate) = ack.delivery_rate_bps {
-            if !ack.app_limited {
+            if !ack.app_limited && !ack.underused {
                 self.on_full_load();
             }
             // App-limited samples understate the path: use them only to raise.
@@ -306,10 +327,10 @@ impl Controller for Bbr {
         }
         match self.bdp_bytes(self.cwnd_gain()) {
             Some(target) => {
-                // Three packets of room for the receiver's batched
-                // acknowledgements and the pacer's quanta, or the bursts
-                // the path's acknowledgements have shown, whichever is more.
-                let target = target + self.aggregation_allowance().max(3 * MSS);
+                // Room for the receiver's batched acknowledgements and the
+                // pacer's catch-up, or the bursts the path's
+                // acknowledgements have shown, whichever is more.
+                let target = target + self.aggregation_allowance().max(self.batching_room());
                 // In startup the window grows only while below the target
                 // (as BBR v1 does): growing it by every ack whatever the
                 // model, it reached several times the path's BDP before
@@ -389,6 +410,7 @@ mod tests {
             rtt: Some(rtt),
             delivery_rate_bps: rate,
             app_limited: false,
+            underused: false,
             prior_delivered: prior,
             delivered,
             bytes_in_flight: in_flight * MSS,
@@ -688,6 +710,23 @@ mod tests {
         assert_eq!(light.mode, Mode::Startup);
         assert_eq!(light.pacing_gain(), STARTUP_GAIN);
 
+        // The same when the light traffic was a path's overflow share: the
+        // sender held data, but the path had little of its window in flight.
+        let (mut now, mut delivered) = (Instant::from_nanos(0), 0);
+        let mut overflow = Bbr::new();
+        let rtt = Duration::from_millis(20);
+        for _ in 0..30 {
+            now += rtt;
+            let prior = delivered;
+            delivered += MSS;
+            let mut ack = full_ack(Some(1e6), rtt, prior, delivered, 1);
+            ack.underused = true;
+            overflow.on_ack(now, &ack);
+        }
+        assert_eq!(overflow.mode, Mode::ProbeBw);
+        light_rounds(&mut overflow, &mut now, &mut delivered, 0, true);
+        assert_eq!(overflow.mode, Mode::Startup);
+
         let mut loaded = Bbr::new();
         let mut now = steady(
             &mut loaded,
@@ -796,6 +835,25 @@ mod tests {
     }
 
     /// A 100 kbit/s, 20 ms path: 1.25 BDP + 3 MSS is below the 4-MSS floor.
+    /// Beyond the model's 1.25 BDP, the window keeps 5 ms of the path's
+    /// rate, between one and three packets.
+    #[test]
+    fn the_room_beyond_the_model_is_5_ms_of_the_rate_within_one_to_three_packets() {
+        let rtt = Duration::from_millis(20);
+        // (rate, 1.25 BDP, room): 5 ms of 2 Mbit/s is 1 250 bytes, under a
+        // packet; of 4 Mbit/s 2 500; of 10 Mbit/s 6 250, over three.
+        for (rate, model, room) in [
+            (2e6, 6_250, MSS),
+            (4e6, 12_500, 2_500),
+            (10e6, 31_250, 3 * MSS),
+        ] {
+            let mut c = Bbr::new();
+            steady(&mut c, (rate, rtt), (20, 3), 2_000);
+            assert_eq!(c.mode, Mode::ProbeBw, "{rate}");
+            assert_eq!(c.cwnd_bytes(), model + room, "{rate}");
+        }
+    }
+
     #[test]
     fn a_tiny_path_keeps_the_window_floor() {
         let mut c = Bbr::new();

@@ -115,6 +115,7 @@ mod tests {
             rtt: None,
             delivery_rate_bps: None,
             app_limited: false,
+            underused: false,
             prior_delivered: 0,
             delivered: 0,
             bytes_in_flight,

@@ -30,6 +30,11 @@ pub struct AckSample {
     /// The sender had nothing to send when this packet left, so the rate
     /// sample may understate what the path can carry.
     pub app_limited: bool,
+    /// The path had little of its window in flight when the packet left
+    /// (see `path::PathSender::underused`): with data waiting or not, the
+    /// scheduler gave it only what the other paths left, so the packet is
+    /// no evidence that the path was loaded.
+    pub underused: bool,
     /// Path's total delivered bytes when the packet was sent, and now.
     pub prior_delivered: u64,
     pub delivered: u64,

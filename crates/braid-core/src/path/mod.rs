@@ -28,6 +28,16 @@ const PACKET_THRESHOLD: u64 = 3;
 /// (quinn's pacer allows bursts of about 2 ms of its rate). A daemon's
 /// timers fire up to about a millisecond late; this covers that with room.
 pub const PACING_CREDIT: Duration = Duration::from_millis(3);
+/// The share of its window under which a path's packet does not count as
+/// the path being loaded, although the sender holds data (see
+/// [`PathSender::underused`]; BBR then does not take its start-up as
+/// finished on a loaded path). On 18 + 2 Mbit/s with 1 Mbit/s of light
+/// traffic, the 18 Mbit/s path carried a few packets whenever the short
+/// one was busy, ended start-up at 0.57 Mbit/s as if loaded, and a TCP
+/// transfer that came next found it there, climbing a quarter per probe
+/// (BENCHMARKS.md, "The small flow on a 2 Mbit/s fast path"). A path in
+/// use has about one BDP, 0.8 of BBR's window, in flight.
+const UNDERUSED_SHARE: f64 = 0.25;
 
 #[derive(Debug, Clone)]
 struct SentPacket {
@@ -40,6 +50,7 @@ struct SentPacket {
     delivered_time: Instant,
     first_sent_time: Instant,
     app_limited: bool,
+    underused: bool,
     resolved: bool,
 }
 
@@ -166,6 +177,13 @@ impl PathSender {
         &*self.cc
     }
 
+    /// Less than [`UNDERUSED_SHARE`] of the window in flight: the
+    /// scheduler gives this path only what the others leave, so a packet
+    /// sent now does not show the path loaded, even with data waiting.
+    fn underused(&self) -> bool {
+        (self.bytes_in_flight as f64) < UNDERUSED_SHARE * self.cc.cwnd_bytes() as f64
+    }
+
     pub fn bytes_in_flight(&self) -> u64 {
         self.bytes_in_flight
     }
@@ -198,6 +216,7 @@ impl PathSender {
             self.delivered_time = now;
             self.last_progress = now;
         }
+        let underused = self.underused();
         let pseq = self.next_pseq;
         self.next_pseq += 1;
         self.in_flight.push_back(SentPacket {
@@ -208,6 +227,7 @@ impl PathSender {
             delivered_time: self.delivered_time,
             first_sent_time: self.first_sent_time,
             app_limited,
+            underused,
             resolved: false,
         });
         self.bytes_in_flight += bytes;
@@ -365,6 +385,7 @@ impl PathSender {
                 rtt,
                 delivery_rate_bps: rate,
                 app_limited: p.app_limited,
+                underused: p.underused,
                 prior_delivered: p.delivered,
                 delivered: self.delivered,
                 bytes_in_flight: self.bytes_in_flight,
@@ -657,6 +678,20 @@ mod tests {
         }
         p.on_ack(t0 + ms(40), &ack(5, 0b11), &mut None);
         assert!(p.kalman.estimate_bps().is_some());
+    }
+
+    /// Under a quarter of the window in flight when a packet leaves, its
+    /// acknowledgement says the path was underused.
+    #[test]
+    fn packets_sent_with_little_of_the_window_in_flight_are_underused() {
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let eighth = p.cc.cwnd_bytes().div_ceil(8);
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for g in 0..4 {
+            p.on_sent(t0, g, eighth, false);
+        }
+        let marks: Vec<bool> = p.in_flight.iter().map(|s| s.underused).collect();
+        assert_eq!(marks, [true, true, false, false]);
     }
 
     #[test]
