@@ -685,10 +685,13 @@ mod tests {
     #[test]
     fn packets_sent_with_little_of_the_window_in_flight_are_underused() {
         let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
-        let eighth = p.cc.cwnd_bytes().div_ceil(8);
+        let cwnd = p.cc.cwnd_bytes();
+        assert_eq!(cwnd % 4, 0, "a quarter of {cwnd} is whole");
+        let quarter = cwnd / 4;
         let t0 = Instant::from_nanos(1_000_000_000);
-        for g in 0..4 {
-            p.on_sent(t0, g, eighth, false);
+        // In flight before each: 0, a byte under a quarter, a quarter, more.
+        for (g, bytes) in [quarter - 1, 1, 1, 1].into_iter().enumerate() {
+            p.on_sent(t0, g as u64, bytes, false);
         }
         let marks: Vec<bool> = p.in_flight.iter().map(|s| s.underused).collect();
         assert_eq!(marks, [true, true, false, false]);
