@@ -521,10 +521,13 @@ fn three_paths_carry_ipv6_and_udp_arrives_intact_and_in_order() {
     );
     // The offered load fits the paths: at most a few datagrams may be lost
     // to a link queue, never silently altered (checked above).
+    // A miss says where the rest went: the client's sender counters and
+    // paths, the server's resequencer, and which numbers came.
     assert!(
         got.len() as u32 >= COUNT * 95 / 100,
-        "{} of {COUNT} datagrams arrived",
-        got.len()
+        "{} of {COUNT} datagrams arrived: {got:?}\nclient: {}\nserver: {server}",
+        got.len(),
+        tunnel.status("client")
     );
 
     // 10 Mbit/s of UDP is more than the two faster paths carry (9 Mbit/s):
