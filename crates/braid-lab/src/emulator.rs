@@ -17,7 +17,7 @@ use crate::direct;
 use crate::layout::{LabLayout, NETNS_ROOT};
 use crate::link::{LinkModel, Verdict};
 use crate::packet_socket::PacketSocket;
-use crate::state::{parse_spec, LabConfig};
+use crate::state::{parse_spec, write_whole, LabConfig};
 use crate::LabError;
 
 /// Frames per `recvmmsg`/`sendmmsg`.
@@ -137,7 +137,9 @@ pub fn run(state_dir: &Path) -> Result<(), LabError> {
         events: libc::POLLIN,
         revents: 0,
     });
-    publish_pid_file(&layout.pid_file(), std::process::id())
+    // Whole or not at all: `braid lab up` polls for this file and took an
+    // empty one (created, not yet written) for an emulator that had exited.
+    write_whole(&layout.pid_file(), &std::process::id().to_string())
         .map_err(LabError::io("writing the pid file"))?;
     let mut emulator = Emulator {
         paths,
@@ -179,17 +181,6 @@ fn enter_namespace(ns: &str) -> Result<(), LabError> {
         ));
     }
     Ok(())
-}
-
-/// Writes `pid` to `path` under a temporary name and renames it there, so
-/// that a reader never sees the file empty: `braid lab up` polls for it,
-/// and took an empty one (created, not yet written) for an emulator that
-/// had exited ("emulator failed to start: it exited"; once in a namespace
-/// test run beside a CPU-heavy job).
-fn publish_pid_file(path: &Path, pid: u32) -> std::io::Result<()> {
-    let partial = path.with_extension("pid.partial");
-    std::fs::write(&partial, pid.to_string())?;
-    std::fs::rename(&partial, path)
 }
 
 /// SCHED_FIFO and 1 ns timer slack: wake-ups on time even while the traffic
@@ -462,25 +453,4 @@ fn direction_status(dir: &Direction) -> DirectionStatus {
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_pid_file_appears_whole_under_its_name() {
-        let dir = std::env::temp_dir().join(format!("braid-pid-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("emulator.pid");
-        std::fs::write(&path, "stale").unwrap();
-        publish_pid_file(&path, 4242).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "4242");
-        let names: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["emulator.pid"], "no partial file left");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

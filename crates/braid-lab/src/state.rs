@@ -48,14 +48,10 @@ impl LabConfig {
         })
     }
 
-    /// Writes atomically (temporary file, then rename), so that a reader
-    /// never sees half a file.
     pub fn save(&self, layout: &LabLayout) -> Result<(), LabError> {
         let file = layout.config_file();
-        let tmp = file.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).expect("config serializes");
-        std::fs::write(&tmp, text).map_err(LabError::io(format!("writing {}", tmp.display())))?;
-        std::fs::rename(&tmp, &file).map_err(LabError::io(format!("writing {}", file.display())))
+        write_whole(&file, &text).map_err(LabError::io(format!("writing {}", file.display())))
     }
 
     pub fn path_names(&self) -> String {
@@ -67,6 +63,17 @@ impl LabConfig {
     }
 }
 
+/// Writes `contents` to `path` under a temporary name (`path` + `.tmp`)
+/// and renames it there, so that a reader of the lab's state (the config,
+/// the emulator's pid file, which `braid lab up` polls) never sees the
+/// file empty or half written.
+pub(crate) fn write_whole(path: &Path, contents: &str) -> std::io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, path)
+}
+
 /// Parses a SPEC, reading relative trace files from `cwd` (the directory of
 /// the command that gave the SPEC, not the emulator's).
 pub fn parse_spec(spec: &str, cwd: &Path) -> Result<PathSpec, LabError> {
@@ -74,4 +81,25 @@ pub fn parse_spec(spec: &str, cwd: &Path) -> Result<PathSpec, LabError> {
         spec: spec.to_owned(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_write_replaces_the_file_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("braid-state-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("emulator.pid");
+        std::fs::write(&path, "stale").unwrap();
+        write_whole(&path, "4242").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "4242");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["emulator.pid"], "no temporary file left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

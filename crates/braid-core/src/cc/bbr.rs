@@ -3,9 +3,10 @@
 //! modelled by its bottleneck bandwidth (windowed max of delivery-rate
 //! samples over 10 rounds) and its propagation RTT (windowed min over 10 s).
 //! The sender paces at `gain * bandwidth` and caps data in flight at
-//! `1.25 * bandwidth * min_rtt` (see [`PROBE_BW_CWND_GAIN`]), plus three
-//! packets or, when more, the bursts in which a jittery path acknowledges
-//! (see [`AckAggregation`]).
+//! `1.25 * bandwidth * min_rtt` (see [`PROBE_BW_CWND_GAIN`]), plus 5 ms of
+//! the path's rate (one to three packets, see [`BATCHING_ROOM_TIME`]) or,
+//! when more, the bursts in which a jittery path acknowledges (see
+//! [`AckAggregation`]).
 //!
 //! Why this is braid's default: random, non-congestive loss (radio links)
 //! does not change the delivery rate of the packets that do arrive, so this
@@ -834,7 +835,6 @@ mod tests {
         assert_eq!(c.cwnd_bytes(), 3_125 + 12_500);
     }
 
-    /// A 100 kbit/s, 20 ms path: 1.25 BDP + 3 MSS is below the 4-MSS floor.
     /// Beyond the model's 1.25 BDP, the window keeps 5 ms of the path's
     /// rate, between one and three packets.
     #[test]
@@ -854,6 +854,8 @@ mod tests {
         }
     }
 
+    /// A 100 kbit/s, 20 ms path: 1.25 BDP and a packet of room are below
+    /// the 4-MSS floor.
     #[test]
     fn a_tiny_path_keeps_the_window_floor() {
         let mut c = Bbr::new();
