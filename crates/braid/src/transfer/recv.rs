@@ -2,16 +2,21 @@
 //! takes one transfer (from the first sender it knows that connects) and
 //! exits: 0 if every file arrived and verified, 1 otherwise.
 //!
-//! A file is written to `DIR/.NAME.braid-partial` while it arrives and
-//! renamed to `DIR/NAME` only once its SHA-256 matches the sender's and
-//! its length the announced one (and it is synced to disk). A failed or
-//! interrupted file's partial copy is removed, or kept under its
-//! `.braid-partial` name with `--keep-partial`. An existing `DIR/NAME` is
-//! never replaced.
+//! A file is written to `DIR/.NAME.XXXXXX.braid-partial` (six random
+//! characters) while it arrives and renamed to `DIR/NAME` only once its
+//! SHA-256 matches the sender's and its length the announced one (and it
+//! is synced to disk). A failed or interrupted file's partial copy is
+//! removed, or kept under its `.braid-partial` name with `--keep-partial`.
+//! Nothing in DIR is ever replaced or written through: the partial file is
+//! created new (never an existing file or a link someone put there, such
+//! as a partial file kept from an earlier try, or another file of the same
+//! transfer), and the rename refuses an existing `DIR/NAME`, a dangling
+//! link included.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
@@ -23,6 +28,7 @@ use braid_core::time::Instant;
 use braid_io::PathSocket;
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use tempfile::NamedTempFile;
 
 use super::give_up::{self, GiveUp};
 use super::header::{FileHeader, Reply, DIGEST_LEN, UNKNOWN_SIZE};
@@ -55,7 +61,7 @@ pub struct RecvArgs {
     /// A sender's public key (base64); repeat to accept several
     #[arg(long = "peer", value_name = "PUBKEY", required = true)]
     pub peers: Vec<String>,
-    /// Keep a failed file's partial data (as DIR/.NAME.braid-partial)
+    /// Keep a failed file's partial data (as DIR/.NAME.XXXXXX.braid-partial)
     #[arg(long, conflicts_with = "stdout")]
     pub keep_partial: bool,
     #[command(flatten)]
@@ -65,8 +71,8 @@ pub struct RecvArgs {
 /// Where a file's data goes.
 enum Sink {
     File {
-        file: File,
-        partial: PathBuf,
+        /// Under its partial name; removed when dropped unless kept.
+        file: NamedTempFile,
         target: PathBuf,
     },
     Stdout(Rc<StdoutWriter>),
@@ -330,11 +336,7 @@ impl Receiver {
         }
         let incoming = self.incoming.take()?;
         match incoming.sink {
-            Sink::File { partial, .. } if self.keep_partial => Some(partial),
-            Sink::File { partial, .. } => {
-                let _ = std::fs::remove_file(&partial);
-                None
-            }
+            Sink::File { file, .. } if self.keep_partial => keep(file),
             _ => None,
         }
     }
@@ -560,42 +562,53 @@ fn check_writable(dir: &std::path::Path) -> Result<(), Failure> {
 /// Longest file name Linux file systems take (NAME_MAX).
 const NAME_MAX: usize = 255;
 const PARTIAL_SUFFIX: &str = ".braid-partial";
+/// Random characters in a partial file's name.
+const PARTIAL_RANDOM: usize = 6;
 
-/// `.NAME.braid-partial`; for a name too long for that to fit NAME_MAX, a
-/// prefix of it and a digest of the whole (`.PREFIX~HEX.braid-partial`),
-/// so that every name a file system takes can be received.
-fn partial_name(name: &str) -> String {
-    let plain = format!(".{name}{PARTIAL_SUFFIX}");
-    if plain.len() <= NAME_MAX {
-        return plain;
-    }
-    let digest = Sha256::digest(name.as_bytes());
-    let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-    let room = NAME_MAX - 1 - 1 - tag.len() - PARTIAL_SUFFIX.len();
-    let cut = (0..=room)
+/// `.NAME.` before a partial file's random characters; a name too long
+/// for the whole to fit NAME_MAX is cut (the random part tells apart
+/// names that share the kept start), so that every name a file system
+/// takes can be received.
+fn partial_prefix(name: &str) -> String {
+    let room = NAME_MAX - 2 - PARTIAL_RANDOM - PARTIAL_SUFFIX.len();
+    let cut = (0..=room.min(name.len()))
         .rev()
         .find(|&i| name.is_char_boundary(i))
         .unwrap_or(0);
-    format!(".{}~{tag}{PARTIAL_SUFFIX}", &name[..cut])
+    format!(".{}.", &name[..cut])
 }
 
 fn open_sink(dir: &std::path::Path, name: &str) -> Result<Sink, String> {
     let target = dir.join(name);
-    if target.exists() {
+    if target.symlink_metadata().is_ok() {
         return Err(format!("{} exists; not replaced", target.display()));
     }
-    let partial = dir.join(partial_name(name));
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&partial)
-        .map_err(|e| format!("cannot create {}: {e}", partial.display()))?;
-    Ok(Sink::File {
-        file,
-        partial,
-        target,
-    })
+    // Created with O_EXCL under a name no one could have chosen: never an
+    // existing file, never through a link.
+    let file = tempfile::Builder::new()
+        .prefix(&partial_prefix(name))
+        .rand_bytes(PARTIAL_RANDOM)
+        .suffix(PARTIAL_SUFFIX)
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| {
+            format!(
+                "cannot create a partial file for {name} in {}: {e}",
+                dir.display()
+            )
+        })?;
+    Ok(Sink::File { file, target })
+}
+
+/// Keeps a partial file under its name; its path, if that worked.
+fn keep(file: NamedTempFile) -> Option<PathBuf> {
+    match file.keep() {
+        Ok((_, path)) => Some(path),
+        Err(e) => {
+            eprintln!("braid: cannot keep the partial file: {e}");
+            None
+        }
+    }
 }
 
 impl Incoming {
@@ -623,9 +636,9 @@ impl Incoming {
         self.hasher.update(data);
         self.data_bytes += data.len() as u64;
         let written = match &mut self.sink {
-            Sink::File { file, partial, .. } => file
+            Sink::File { file, .. } => file
                 .write_all(data)
-                .map_err(|e| format!("cannot write {}: {e}", partial.display())),
+                .map_err(|e| format!("cannot write {}: {e}", file.path().display())),
             Sink::Stdout(w) => w.write(data),
             Sink::Discard => Ok(()),
         };
@@ -635,11 +648,10 @@ impl Incoming {
         }
     }
 
-    /// Removes the partial file (an error makes it worthless).
+    /// Removes the partial file (an error makes it worthless): dropping
+    /// it removes it.
     fn drop_sink(&mut self) {
-        if let Sink::File { partial, .. } = std::mem::replace(&mut self.sink, Sink::Discard) {
-            let _ = std::fs::remove_file(partial);
-        }
+        self.sink = Sink::Discard;
     }
 
     /// Verifies the file; renames it into place if it is whole.
@@ -660,9 +672,11 @@ impl Incoming {
             error = self.put_in_place().err();
         }
         if let Some(e) = &error {
-            match &self.sink {
-                Sink::File { partial, .. } if keep_partial => {
-                    eprintln!("braid: {e}; partial data kept in {}", partial.display());
+            match std::mem::replace(&mut self.sink, Sink::Discard) {
+                Sink::File { file, .. } if keep_partial => {
+                    if let Some(path) = keep(file) {
+                        eprintln!("braid: {e}; partial data kept in {}", path.display());
+                    }
                 }
                 _ => self.drop_sink(),
             }
@@ -676,22 +690,33 @@ impl Incoming {
         (result, error)
     }
 
+    /// Syncs the file and renames it to its name, which must not exist
+    /// (a dangling link included): the rename does not replace.
     fn put_in_place(&mut self) -> Result<(), String> {
-        match &mut self.sink {
-            Sink::File {
-                file,
-                partial,
-                target,
-            } => {
-                file.sync_all()
-                    .map_err(|e| format!("cannot sync {}: {e}", partial.display()))?;
-                if target.exists() {
-                    return Err(format!("{} exists; not replaced", target.display()));
-                }
-                std::fs::rename(&*partial, &*target)
-                    .map_err(|e| format!("cannot rename to {}: {e}", target.display()))
+        match std::mem::replace(&mut self.sink, Sink::Discard) {
+            Sink::File { file, target } => {
+                file.as_file()
+                    .sync_all()
+                    .map_err(|e| format!("cannot sync {}: {e}", file.path().display()))?;
+                file.persist_noclobber(&target).map(drop).map_err(|e| {
+                    let why = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                        "exists; not replaced".to_owned()
+                    } else {
+                        format!("cannot rename into place: {}", e.error)
+                    };
+                    // The partial file stays ours, to drop or keep.
+                    self.sink = Sink::File {
+                        file: e.file,
+                        target: target.clone(),
+                    };
+                    format!("{} {why}", target.display())
+                })
             }
-            Sink::Stdout(w) => w.flush(),
+            Sink::Stdout(w) => {
+                let flushed = w.flush();
+                self.sink = Sink::Stdout(w);
+                flushed
+            }
             Sink::Discard => Ok(()),
         }
     }
@@ -749,9 +774,21 @@ mod tests {
         Dir(d)
     }
 
+    fn incoming(dir: &std::path::Path) -> Incoming {
+        Incoming {
+            head: Vec::new(),
+            header: None,
+            sink: open_sink(dir, "f.bin").unwrap(),
+            hasher: Sha256::new(),
+            tail: Vec::new(),
+            data_bytes: 0,
+            error: None,
+        }
+    }
+
     /// A file's stream body (data then digest) fed in uneven pieces,
     /// some shorter than the digest; `corrupt` flips a digest bit.
-    fn receive(dir: &std::path::Path, size: u64, corrupt: bool) -> (FileResult, Option<String>) {
+    fn feed_whole(mut incoming: Incoming, size: u64, corrupt: bool) -> Incoming {
         let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let mut digest: [u8; 32] = Sha256::digest(&data).into();
         if corrupt {
@@ -759,19 +796,11 @@ mod tests {
         }
         let mut body = data.clone();
         body.extend_from_slice(&digest);
-        let mut incoming = Incoming {
-            head: Vec::new(),
-            header: Some(FileHeader {
-                total_files: 1,
-                size,
-                name: "f.bin".to_owned(),
-            }),
-            sink: open_sink(dir, "f.bin").unwrap(),
-            hasher: Sha256::new(),
-            tail: Vec::new(),
-            data_bytes: 0,
-            error: None,
-        };
+        incoming.header = Some(FileHeader {
+            total_files: 1,
+            size,
+            name: "f.bin".to_owned(),
+        });
         let mut at = 0;
         for (i, step) in [1usize, 31, 5000, 3, 40, 17].iter().cycle().enumerate() {
             if at == body.len() {
@@ -781,7 +810,11 @@ mod tests {
             incoming.feed(&body[at..at + n]);
             at += n;
         }
-        incoming.finish(false)
+        incoming
+    }
+
+    fn receive(dir: &std::path::Path, size: u64, corrupt: bool) -> (FileResult, Option<String>) {
+        feed_whole(incoming(dir), size, corrupt).finish(false)
     }
 
     #[test]
@@ -792,7 +825,7 @@ mod tests {
         assert_eq!(result.bytes, 100_000);
         let expect: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
         assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), expect);
-        assert!(!d.0.join(".f.bin.braid-partial").exists());
+        assert_eq!(listing(&d.0), ["f.bin"]);
     }
 
     #[test]
@@ -816,15 +849,84 @@ mod tests {
         let long = "n".repeat(NAME_MAX);
         let other = format!("{}m", "n".repeat(NAME_MAX - 1));
         let wide = "é".repeat(NAME_MAX / 2);
+        // Held at once: names that share the kept start still get partial
+        // files of their own.
+        let mut partials = Vec::new();
         for name in [long.as_str(), other.as_str(), wide.as_str(), "f.bin"] {
-            let partial = partial_name(name);
+            let Ok(Sink::File { file, .. }) = open_sink(&d.0, name) else {
+                panic!("no partial file for {name}");
+            };
+            let partial = file
+                .path()
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned();
             assert!(partial.len() <= NAME_MAX, "{partial}");
-            assert!(partial.starts_with('.') && partial.ends_with(PARTIAL_SUFFIX));
-            assert!(open_sink(&d.0, name).is_ok(), "{name}");
+            assert!(partial.starts_with(&partial_prefix(name)), "{partial}");
+            assert!(partial.ends_with(PARTIAL_SUFFIX), "{partial}");
+            partials.push((partial, file));
         }
-        assert_eq!(partial_name("f.bin"), ".f.bin.braid-partial");
-        // Names that share the kept prefix still get partial files of their own.
-        assert_ne!(partial_name(&long), partial_name(&other));
+        assert!(partials[3].0.starts_with(".f.bin."), "{}", partials[3].0);
+        assert_ne!(partials[0].0, partials[1].0);
+        drop(partials);
+        assert_eq!(
+            listing(&d.0),
+            Vec::<String>::new(),
+            "dropped partial files are removed"
+        );
+    }
+
+    fn listing(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn files_already_there_are_neither_replaced_nor_written_through() {
+        let d = dir("through");
+        let victim = d.0.join("victim");
+        std::fs::write(&victim, b"victim").unwrap();
+        // What an earlier try kept, what an older braid named its partial
+        // file, and a link someone planted under that name.
+        std::fs::write(d.0.join(".f.bin.braid-partial"), b"kept").unwrap();
+        std::os::unix::fs::symlink(&victim, d.0.join(".f.bin.XXXXXX.braid-partial")).unwrap();
+        let (_, error) = receive(&d.0, 100_000, false);
+        assert_eq!(error, None);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"victim");
+        assert_eq!(
+            std::fs::read(d.0.join(".f.bin.braid-partial")).unwrap(),
+            b"kept"
+        );
+        assert_eq!(
+            listing(&d.0),
+            [
+                ".f.bin.XXXXXX.braid-partial",
+                ".f.bin.braid-partial",
+                "f.bin",
+                "victim"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_name_taken_while_the_file_arrived_is_not_replaced() {
+        let d = dir("raced");
+        let incoming = incoming(&d.0);
+        // A dangling link: `exists()` says no, a plain rename would replace it.
+        std::os::unix::fs::symlink(d.0.join("nowhere"), d.0.join("f.bin")).unwrap();
+        let (_, error) = feed_whole(incoming, 100_000, false).finish(false);
+        let error = error.expect("refused");
+        assert!(error.ends_with("f.bin exists; not replaced"), "{error}");
+        assert!(std::fs::symlink_metadata(d.0.join("f.bin"))
+            .unwrap()
+            .is_symlink());
+        assert_eq!(listing(&d.0), ["f.bin"], "the partial file is removed");
     }
 
     #[test]
@@ -833,5 +935,12 @@ mod tests {
         std::fs::write(d.0.join("f.bin"), b"mine").unwrap();
         assert!(open_sink(&d.0, "f.bin").is_err());
         assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), b"mine");
+        std::fs::remove_file(d.0.join("f.bin")).unwrap();
+        std::os::unix::fs::symlink(d.0.join("nowhere"), d.0.join("f.bin")).unwrap();
+        assert!(
+            open_sink(&d.0, "f.bin").is_err(),
+            "a dangling link is a file there too"
+        );
+        assert_eq!(listing(&d.0), ["f.bin"]);
     }
 }
