@@ -164,6 +164,10 @@ pub struct Flows {
     flows: Vec<Flow>,
     payload_bytes: usize,
     duration: Duration,
+    /// Polled at or after the run's end: what was still to be sent is
+    /// never sent (a tunnel that came up only after the run's end leaves
+    /// its sources due at a time long past, which must not stay due).
+    ended: bool,
 }
 
 fn tag(payload: &mut [u8], source: usize, connection: usize, seq: u64) {
@@ -218,6 +222,7 @@ impl Flows {
             flows,
             payload_bytes,
             duration,
+            ended: false,
         }
     }
 
@@ -227,12 +232,14 @@ impl Flows {
             .iter()
             .flat_map(|f| -> Box<dyn Iterator<Item = Duration> + '_> {
                 match &f.kind {
-                    Kind::Datagrams(s) => {
-                        Box::new(Some(s.peek()).filter(|t| *t < self.duration).into_iter())
-                    }
+                    Kind::Datagrams(s) => Box::new(
+                        Some(s.peek())
+                            .filter(|t| *t < self.duration && !self.ended)
+                            .into_iter(),
+                    ),
                     // A connection opens at its flow's start.
                     Kind::Tcp(conns) => Box::new(conns.iter().filter_map(|c| {
-                        let opening = c.sender.counters.segments_sent == 0;
+                        let opening = c.sender.counters.segments_sent == 0 && !self.ended;
                         c.sender.poll_timeout().or(opening.then_some(f.start))
                     })),
                 }
@@ -252,6 +259,7 @@ impl Flows {
     ) {
         let payload_bytes = self.payload_bytes;
         let in_run = now < self.duration;
+        self.ended |= !in_run;
         for (i, f) in self.flows.iter_mut().enumerate() {
             match &mut f.kind {
                 Kind::Datagrams(s) => {

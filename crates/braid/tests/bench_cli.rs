@@ -301,6 +301,29 @@ fn nothing_delivered_shows_no_delay_not_zero() {
 }
 
 #[test]
+fn a_tunnel_that_comes_up_only_after_the_run_ends_finishes_the_run() {
+    // The handshake waits for the dead first path's silence, so the
+    // session is up only at about 1.02 s: the sources, due since 0 s, are
+    // never due again (the run once stopped there, "made no progress").
+    for traffic in ["cbr:50%", "tcp:cubic"] {
+        let v = braid_json(&[
+            "bench",
+            "--path",
+            "10mbit,10ms,blackout=0s+10s",
+            "--path",
+            "10mbit,10ms",
+            "--duration",
+            "1s",
+            "--session",
+            "--traffic",
+            traffic,
+            "--json",
+        ]);
+        assert_eq!(v["goodput_bps"], 0.0, "{traffic}: {v}");
+    }
+}
+
+#[test]
 fn a_closed_pipe_ends_the_output_quietly() {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
