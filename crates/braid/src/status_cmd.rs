@@ -3,6 +3,7 @@
 //! and per session the resequencer's figures and drops by reason.
 
 use std::fmt::Write as _;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -42,23 +43,36 @@ pub fn run(args: &StatusArgs) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
     loop {
-        let text = runtime.block_on(daemon::query(&socket)).map_err(|e| {
-            Failure::Runtime(format!("no daemon answers on {}: {e}", socket.display()))
-        })?;
+        let text = runtime
+            .block_on(daemon::query(&socket))
+            .map_err(|e| Failure::Runtime(e.to_string()))?;
+        // Checked in both forms: a script reading --json must not get a
+        // document that is no status with exit 0.
+        let bad = |e: String| Failure::Runtime(format!("{}: {e}", socket.display()));
+        let doc: Value = serde_json::from_str(&text)
+            .map_err(|e| bad(format!("the daemon sent bad JSON: {e}")))?;
+        let table = render(&doc).map_err(bad)?;
         let out = if args.json {
+            let mut text = text;
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
             text
         } else {
-            let doc: Value = serde_json::from_str(&text)
-                .map_err(|e| Failure::Runtime(format!("daemon sent bad JSON: {e}")))?;
-            render(&doc).map_err(|e| Failure::Runtime(format!("{}: {e}", socket.display())))?
+            table
         };
-        if args.watch {
-            // Clear the screen and home the cursor, like watch(1).
-            write_stdout(&format!("\x1b[2J\x1b[H{out}"))?;
-            std::thread::sleep(Duration::from_secs(1));
-        } else {
+        if !args.watch {
             return write_stdout(&out);
         }
+        // Clear the screen and home the cursor, like watch(1), only for a
+        // person watching a terminal.
+        let clear = if std::io::stdout().is_terminal() {
+            "\x1b[2J\x1b[H"
+        } else {
+            ""
+        };
+        write_stdout(&format!("{clear}{out}"))?;
+        std::thread::sleep(Duration::from_secs(1));
     }
 }
 
@@ -232,6 +246,34 @@ mod tests {
             let e = render(&doc).unwrap_err();
             assert!(e.contains("no braid status"), "{e}");
         }
+    }
+
+    /// `--json` passes the daemon's document through, but only one that
+    /// is a status: a script must not read `{"foo":1}` with exit 0.
+    #[test]
+    fn json_output_is_refused_for_a_document_that_is_no_status() {
+        let dir = std::env::temp_dir().join(format!("braid-status-json-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("fake.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let daemon = std::thread::spawn(move || {
+            use std::io::Write;
+            let (mut stream, _) = listener.accept().unwrap();
+            stream.write_all(br#"{"foo":1}"#).unwrap();
+        });
+        let args = StatusArgs {
+            socket: Some(path),
+            json: true,
+            watch: false,
+        };
+        let e = run(&args).expect_err("refused");
+        daemon.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            matches!(&e, Failure::Runtime(m) if m.contains("no braid status")),
+            "{e:?}"
+        );
     }
 
     #[test]

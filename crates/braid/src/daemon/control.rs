@@ -88,19 +88,49 @@ impl Drop for ControlSocket {
     }
 }
 
-/// Reads one status document from the daemon at `path`.
-pub async fn query(path: &Path) -> io::Result<String> {
-    let mut stream = UnixStream::connect(path).await?;
-    let mut text = String::new();
+/// Why `braid status` got no status document.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("no daemon answers on {path}: {source}")]
+    Connect { path: String, source: io::Error },
+    #[error("the daemon on {path} {what}")]
+    Answer { path: String, what: String },
+}
+
+/// Reads one status document from the daemon at `path`: all of it, within
+/// 2 s, at most 4 MiB (a longer answer is refused, not cut), UTF-8.
+pub async fn query(path: &Path) -> Result<String, QueryError> {
+    let answer = |what: String| QueryError::Answer {
+        path: path.display().to_string(),
+        what,
+    };
+    let mut stream = UnixStream::connect(path)
+        .await
+        .map_err(|source| QueryError::Connect {
+            path: path.display().to_string(),
+            source,
+        })?;
+    let mut bytes = Vec::new();
     tokio::time::timeout(
         Duration::from_secs(2),
         (&mut stream)
-            .take(MAX_STATUS_BYTES)
-            .read_to_string(&mut text),
+            .take(MAX_STATUS_BYTES + 1)
+            .read_to_end(&mut bytes),
     )
     .await
-    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no complete answer within 2 s"))??;
-    Ok(text)
+    .map_err(|_| answer("sent no complete answer within 2 s".to_owned()))?
+    .map_err(|e| answer(format!("could not be read: {e}")))?;
+    if bytes.len() as u64 > MAX_STATUS_BYTES {
+        return Err(answer(format!(
+            "answered with more than {} MiB",
+            MAX_STATUS_BYTES >> 20
+        )));
+    }
+    if bytes.is_empty() {
+        return Err(answer("closed the connection without an answer".to_owned()));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| answer("answered with bytes that are not UTF-8".to_owned()))
 }
 
 #[cfg(test)]
@@ -146,5 +176,47 @@ mod tests {
         drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
         assert!(stale.exists());
         assert!(bind(&stale).is_ok());
+    }
+
+    /// What `query` makes of a daemon that answers `answer` and closes.
+    fn query_answered(name: &str, answer: Vec<u8>) -> Result<String, QueryError> {
+        let d = dir(name);
+        let path = d.0.join("fake.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let daemon = std::thread::spawn(move || {
+            use std::io::Write;
+            let (mut stream, _) = listener.accept().unwrap();
+            // The reader may stop early (an answer too long): not an error here.
+            let _ = stream.write_all(&answer);
+        });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = rt.block_on(query(&path));
+        daemon.join().unwrap();
+        got
+    }
+
+    #[test]
+    fn an_answer_that_is_empty_too_long_or_not_text_is_an_error_that_says_so() {
+        let said = |r: Result<String, QueryError>| r.expect_err("refused").to_string();
+        assert!(said(query_answered("empty", Vec::new()))
+            .ends_with("closed the connection without an answer"));
+        let long = vec![b' '; (MAX_STATUS_BYTES + 1) as usize];
+        assert!(said(query_answered("long", long)).ends_with("answered with more than 4 MiB"));
+        assert!(said(query_answered("utf8", vec![b'{', 0xff, b'}'])).ends_with("not UTF-8"));
+        let whole = vec![b' '; MAX_STATUS_BYTES as usize];
+        assert_eq!(
+            query_answered("whole", whole).unwrap().len() as u64,
+            MAX_STATUS_BYTES
+        );
+        let missing = std::env::temp_dir().join("braid-control-none.sock");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = rt.block_on(query(&missing)).expect_err("nobody there");
+        assert!(err.to_string().starts_with("no daemon answers on"), "{err}");
     }
 }
