@@ -78,14 +78,20 @@ pub fn write_stdout(text: &str) -> Result<(), Failure> {
 
 /// Why datagrams cannot be sent to `addr`, a peer's address from the user,
 /// if they cannot: port 0 or an unspecified address would be accepted by
-/// the socket and reach nobody.
+/// the socket and reach nobody; a multicast or the broadcast address
+/// reaches no one peer (a session has one).
 pub(crate) fn unsendable(addr: std::net::SocketAddr) -> Option<&'static str> {
+    use config::values::SpecialAddr;
     if addr.port() == 0 {
-        Some("port 0 is no peer's port")
-    } else if addr.ip().is_unspecified() {
-        Some("an unspecified address (0.0.0.0 or ::) is no peer's address")
-    } else {
-        None
+        return Some("port 0 is no peer's port");
+    }
+    match SpecialAddr::of(addr.ip()) {
+        Some(SpecialAddr::Unspecified) => {
+            Some("an unspecified address (0.0.0.0 or ::) is no peer's address")
+        }
+        Some(SpecialAddr::Multicast) => Some("a multicast address is no peer's address"),
+        Some(SpecialAddr::Broadcast) => Some("the broadcast address is no peer's address"),
+        _ => None,
     }
 }
 

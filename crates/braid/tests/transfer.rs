@@ -603,7 +603,8 @@ fn a_sender_stopped_by_a_signal_tells_the_receiver_why() {
 #[test]
 fn bad_arguments_exit_2_with_one_line() {
     let dir = Scratch::new("badargs");
-    let (key_path, public) = key(&dir, "k.key", 1);
+    let (key_path, own) = key(&dir, "k.key", 1);
+    let (_, public) = key(&dir, "other.key", 2);
     let k = key_path.to_str().unwrap();
     let missing = dir.path("missing.bin");
     // Two files the receiver would write under one name.
@@ -730,11 +731,65 @@ fn bad_arguments_exit_2_with_one_line() {
             &public,
         ],
     ];
-    for args in cases {
-        let (code, _, stderr) = Running(Some(braid(&args).spawn().unwrap())).finish();
+    let send_own = [
+        "send",
+        "x",
+        "--to",
+        "127.0.0.1:9",
+        "--key",
+        k,
+        "--peer",
+        &own,
+    ];
+    let recv_own = [
+        "recv",
+        "--listen",
+        "127.0.0.1:0",
+        "--stdout",
+        "--key",
+        k,
+        "--peer",
+        &own,
+    ];
+    let broadcast = [
+        "send",
+        "x",
+        "--to",
+        "255.255.255.255:9",
+        "--key",
+        k,
+        "--peer",
+        &public,
+    ];
+    let multicast = [
+        "send",
+        "x",
+        "--to",
+        "224.0.0.1:9",
+        "--key",
+        k,
+        "--peer",
+        &public,
+    ];
+    let says = [
+        (&send_own[..], "this end's own public key"),
+        (&recv_own[..], "this end's own public key"),
+        (&broadcast[..], "the broadcast address is no peer's address"),
+        (&multicast[..], "a multicast address is no peer's address"),
+    ];
+    for (args, said) in cases
+        .iter()
+        .map(|a| (&a[..], None))
+        .chain(says.iter().map(|&(a, m)| (a, Some(m))))
+    {
+        let (code, _, stderr) = Running(Some(braid(args).spawn().unwrap())).finish();
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("braid: error: "), "{args:?}: {stderr}");
+        assert!(
+            said.is_none_or(|m| stderr.contains(m)),
+            "{args:?}: {stderr}"
+        );
     }
 }
 

@@ -10,7 +10,7 @@ use toml::Spanned;
 use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
 
 use super::tunnel::TunnelConfig;
-use super::values::{DataCap, Key, Rate, Role, SpecialAddr};
+use super::values::{DataCap, Key, Rate, Role};
 use super::{Invalid, ServerAddr, Validate};
 
 /// Default control socket of a client.
@@ -193,6 +193,16 @@ impl Validate for ClientConfig {
         for path in &self.paths {
             let span = path.span();
             let p = path.get_ref();
+            if p.interface.as_ref() == Some(self.tunnel.name.get_ref()) {
+                return Err(Invalid::new(
+                    span,
+                    "interface",
+                    format!(
+                        "{:?} is the tunnel's own device ([tunnel] name): a path must leave through another interface",
+                        self.tunnel.name.get_ref()
+                    ),
+                ));
+            }
             match (&p.interface, &p.source) {
                 (Some(_), Some(_)) => {
                     return Err(Invalid::new(
@@ -280,10 +290,5 @@ fn check_endpoint(endpoint: &Spanned<ServerAddr>) -> Result<(), Invalid> {
 /// asked of what a name resolves to (a blocked name may resolve to
 /// 0.0.0.0).
 pub fn server_address_problem(addr: SocketAddr) -> Option<&'static str> {
-    let not_a_host = match SpecialAddr::of(addr.ip()) {
-        Some(SpecialAddr::Multicast) => Some("a multicast address is not a server's address"),
-        Some(SpecialAddr::Broadcast) => Some("the broadcast address is not a server's address"),
-        _ => None,
-    };
-    crate::unsendable(addr).or(not_a_host)
+    crate::unsendable(addr)
 }

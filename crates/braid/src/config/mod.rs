@@ -11,7 +11,7 @@ mod error;
 pub mod server;
 mod server_addr;
 pub mod tunnel;
-mod values;
+pub(crate) mod values;
 
 use std::path::Path;
 

@@ -70,6 +70,13 @@ impl Validate for ServerConfig {
                 "at least one listen address is needed",
             ));
         }
+        if self.peers.is_empty() {
+            return Err(Invalid::new(
+                0..0,
+                "peer",
+                "no [[peer]]: the server would accept no client (add one [[peer]] per client, with its public_key and allowed addresses)",
+            ));
+        }
         self.tunnel.validate()?;
         super::check_control_socket(self.control_socket.as_ref())?;
         let named = self.peers.iter().filter(|p| p.get_ref().name.is_some());

@@ -318,6 +318,32 @@ allowed = ["10.77.0.2/32"]
 "#;
 
 #[test]
+fn the_tunnel_device_is_named_exactly_and_is_no_paths_interface() {
+    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nname = \"eth0\"\n");
+    let err = client_err(&text);
+    assert!(
+        err.starts_with("c.toml:8: field `interface`: \"eth0\" is the tunnel's own device"),
+        "{err}"
+    );
+    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nname = \"braid%d\"\n");
+    let err = client_err(&text);
+    assert!(
+        err.starts_with("c.toml:6: field `name`: \"braid%d\": '%' would let the kernel choose"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_server_without_a_peer_is_refused() {
+    let text = SERVER[..SERVER.find("[[peer]]").unwrap()].to_owned();
+    let err = server_err(&text);
+    assert!(
+        err.starts_with("s.toml:1: field `peer`: no [[peer]]: the server would accept no client"),
+        "{err}"
+    );
+}
+
+#[test]
 fn peers_may_not_share_addresses_or_keys() {
     let ok: ServerConfig = parse(Path::new("s.toml"), SERVER).unwrap();
     assert_eq!(ok.peers.len(), 1);
@@ -409,12 +435,12 @@ fn a_path_source_or_server_that_is_no_host_is_refused() {
     let text = CLIENT.replace("192.0.2.1:51820", "255.255.255.255:51820");
     assert_eq!(
         client_err(&text),
-        "c.toml:4: field `endpoint`: 255.255.255.255:51820: the broadcast address is not a server's address"
+        "c.toml:4: field `endpoint`: 255.255.255.255:51820: the broadcast address is no peer's address"
     );
     let text = CLIENT.replace("192.0.2.1:51820", "224.0.0.1:51820");
     assert_eq!(
         client_err(&text),
-        "c.toml:4: field `endpoint`: 224.0.0.1:51820: a multicast address is not a server's address"
+        "c.toml:4: field `endpoint`: 224.0.0.1:51820: a multicast address is no peer's address"
     );
 }
 

@@ -45,6 +45,17 @@ fn default_tun_name() -> Spanned<String> {
 /// A name Linux takes for an interface ([`is_valid_interface_name`]).
 fn check_tun_name(name: &Spanned<String>) -> Result<(), Invalid> {
     let n = name.get_ref();
+    if n.contains('%') {
+        // The kernel would number the device itself (braid%d -> braid0),
+        // and the name in the config would be no device's.
+        return Err(Invalid::new(
+            name.span(),
+            "name",
+            format!(
+                "{n:?}: '%' would let the kernel choose the name; give the device's exact name"
+            ),
+        ));
+    }
     if is_valid_interface_name(n) {
         return Ok(());
     }

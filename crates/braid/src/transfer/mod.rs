@@ -86,13 +86,24 @@ fn load_private_key(path: &Path) -> Result<PrivateKey, Failure> {
     })
 }
 
-fn parse_public_key(text: &str) -> Result<PublicKey, Failure> {
-    PublicKey::from_base64(text.trim()).map_err(|e| {
+/// The other end's public key from `--peer`; never this end's own (of
+/// `local`, the `--key`), which no handshake could complete with.
+fn parse_public_key(
+    text: &str,
+    local: &braid_core::crypto::StaticKeypair,
+) -> Result<PublicKey, Failure> {
+    let key = PublicKey::from_base64(text.trim()).map_err(|e| {
         Failure::Usage(format!(
             "--peer {text:?}: not a public key: {e} ({})",
             crate::keys_cmd::PUBLIC_KEY_HINT
         ))
-    })
+    })?;
+    if key == local.public {
+        return Err(Failure::Usage(format!(
+            "--peer {text:?}: this is this end's own public key (of --key), not the other end's"
+        )));
+    }
+    Ok(key)
 }
 
 /// The session both ends use: the daemons' settings plus the stream. The

@@ -139,7 +139,7 @@ pub fn run(args: &RecvArgs) -> Result<(), Failure> {
         .iter()
         .map(|p| {
             Ok(PeerConfig {
-                public_key: super::parse_public_key(p)?,
+                public_key: super::parse_public_key(p, &local)?,
                 psk: None,
             })
         })

@@ -161,7 +161,7 @@ struct Sender {
 pub fn run(args: &SendArgs) -> Result<(), Failure> {
     let remote = resolve(&args.to, &args.via)?;
     let local = StaticKeypair::from_private(super::load_private_key(&args.common.key)?);
-    let server = super::parse_public_key(&args.peer)?;
+    let server = super::parse_public_key(&args.peer, &local)?;
     let bindings = bindings(&args.via, remote)?;
     let sources = open_sources(&args.files)?;
     let runtime = runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
