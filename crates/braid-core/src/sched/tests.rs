@@ -74,6 +74,13 @@ fn build_rejects_bad_specs() {
         .unwrap()
         .to_string();
     assert!(e.contains("\"0/0\""), "{e}");
+    // Each weight finite, their sum not: refused, not NaN shares.
+    let e = build("wrr:weights=1e308/1e308", &infos(2))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("their sum a finite number"), "{e}");
+    assert!(build("wrr:weights=1e300/1e300", &infos(2)).is_ok());
     assert!(build("lawrr:fixed=nope", &infos(2)).is_err());
     assert!(build("lawrr:k=abc", &infos(2)).is_err());
     assert!(matches!(build("rr", &[]), Err(SchedError::NoPaths)));

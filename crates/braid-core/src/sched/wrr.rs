@@ -24,7 +24,9 @@ impl Wrr {
     /// `weights=W1/W2/...`, one per path; default equal.
     pub fn from_params(params: &mut Params, paths: usize) -> Result<Wrr, ParamError> {
         let weights = params.list("weights")?.unwrap_or_else(|| vec![1.0; paths]);
-        if weights.len() != paths || weights.iter().sum::<f64>() <= 0.0 {
+        // A sum that overflows to infinity would make every share NaN.
+        let sum = weights.iter().sum::<f64>();
+        if weights.len() != paths || !(sum > 0.0 && sum.is_finite()) {
             let list = weights
                 .iter()
                 .map(f64::to_string)
@@ -37,7 +39,7 @@ impl Wrr {
                 } else {
                     format!("{list}: {} weights for {paths} paths", weights.len())
                 },
-                expected: "one weight per path, not all zero",
+                expected: "one weight per path, not all zero, their sum a finite number",
             });
         }
         Ok(Wrr {
