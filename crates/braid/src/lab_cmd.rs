@@ -63,7 +63,7 @@ pub enum LabCommand {
         )]
         command: Vec<String>,
     },
-    /// Show namespaces, paths, settings and the emulator's counters (exit 1 if the emulator is not running)
+    /// Show namespaces, paths, settings and the emulator's counters (exit 1 if the emulator is not running, 2 if no lab has that name)
     Status {
         /// The lab's name (several labs may run side by side)
         #[arg(long, default_value = DEFAULT_NAME)]
