@@ -348,10 +348,10 @@ impl Metrics {
     ) -> Report {
         let secs = s.duration.as_secs_f64();
         let offered_bytes = self.offered_packets * s.payload_bytes as u64;
-        if let Some(last) = self.last_in_order {
-            // A stall still going at the end counts too.
-            self.stall_max = self.stall_max.max(s.duration.saturating_sub(last));
-        }
+        // A stall still going at the end counts too; nothing delivered in
+        // order at all is a stall of the whole run.
+        let last = self.last_in_order.unwrap_or(Duration::ZERO);
+        self.stall_max = self.stall_max.max(s.duration.saturating_sub(last));
         let offered_packets = self.offered_packets;
         let capacity: f64 = s
             .paths

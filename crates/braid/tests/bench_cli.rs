@@ -289,6 +289,17 @@ fn nothing_delivered_shows_no_delay_not_zero() {
     ];
     let v = braid_json(&[&args[..], &["--json"]].concat());
     assert_eq!(v["goodput_bps"], 0.0);
+    assert_eq!(v["stall_max_ms"], 1000.0, "the whole run is one stall");
+    // The same in reliable mode, where the stall once read 0.
+    let reliable = braid_json(
+        &[
+            &args[..],
+            &["--mode", "reliable", "--traffic", "bulk", "--json"],
+        ]
+        .concat(),
+    );
+    assert_eq!(reliable["goodput_bps"], 0.0);
+    assert_eq!(reliable["stall_max_ms"], 1000.0, "{reliable}");
     assert!(
         v["latency_ms"].is_null() && v["reorder_delay_ms"].is_null(),
         "{v}"
