@@ -12,6 +12,7 @@ use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
 use super::tunnel::TunnelConfig;
 use super::values::{DataCap, Key, Rate, Role};
 use super::{Invalid, ServerAddr, Validate};
+use braid_core::session::MAX_SESSION_PATHS;
 
 /// Default control socket of a client.
 pub const DEFAULT_CONTROL_SOCKET: &str = "/run/braid/client.sock";
@@ -30,7 +31,7 @@ pub struct ClientConfig {
     pub control_socket: Option<Spanned<PathBuf>>,
     /// Where data caps keep each path's usage across restarts (default:
     /// /var/lib/braid/<config file stem>.usage.json).
-    pub usage_file: Option<PathBuf>,
+    pub usage_file: Option<Spanned<PathBuf>>,
     /// Serve Prometheus metrics on this TCP address.
     pub metrics: Option<SocketAddr>,
 }
@@ -128,12 +129,15 @@ pub const DEFAULT_USAGE_DIR: &str = "/var/lib/braid";
 impl ClientConfig {
     /// The data caps' usage file of the config read from `config_file`.
     pub fn usage_file(&self, config_file: &std::path::Path) -> PathBuf {
-        self.usage_file.clone().unwrap_or_else(|| {
-            let stem = config_file
-                .file_stem()
-                .map_or("client".into(), |s| s.to_string_lossy());
-            PathBuf::from(DEFAULT_USAGE_DIR).join(format!("{stem}.usage.json"))
-        })
+        self.usage_file
+            .as_ref()
+            .map(|f| f.get_ref().clone())
+            .unwrap_or_else(|| {
+                let stem = config_file
+                    .file_stem()
+                    .map_or("client".into(), |s| s.to_string_lossy());
+                PathBuf::from(DEFAULT_USAGE_DIR).join(format!("{stem}.usage.json"))
+            })
     }
 
     /// The server address's family when the config fixes it (`true`:
@@ -169,6 +173,16 @@ impl Validate for ClientConfig {
                 "at least one [[path]] is needed",
             ));
         }
+        if let Some(extra) = self.paths.get(MAX_SESSION_PATHS) {
+            return Err(Invalid::new(
+                extra.span(),
+                "path",
+                format!(
+                    "{} paths: a session carries at most {MAX_SESSION_PATHS}",
+                    self.paths.len()
+                ),
+            ));
+        }
         self.tunnel.validate()?;
         check_endpoint(&self.server.endpoint)?;
         let server_key = &self.server.public_key;
@@ -179,7 +193,8 @@ impl Validate for ClientConfig {
                 "this is the client's own public key (of its private_key), not the server's",
             ));
         }
-        super::check_control_socket(self.control_socket.as_ref())?;
+        super::check_file_path("control_socket", self.control_socket.as_ref())?;
+        super::check_file_path("usage_file", self.usage_file.as_ref())?;
         let route_all = self.routing.route_all.as_ref();
         if let Some(all) = route_all.filter(|all| *all.get_ref()) {
             if !self.routing.prefixes.is_empty() {

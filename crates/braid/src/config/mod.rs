@@ -47,16 +47,19 @@ fn control_socket_or(
 
 /// A control socket must name a file: `braid status` finds the daemon
 /// there.
-fn check_control_socket(socket: Option<&toml::Spanned<std::path::PathBuf>>) -> Result<(), Invalid> {
-    let Some(socket) = socket else {
+fn check_file_path(
+    field: &str,
+    file: Option<&toml::Spanned<std::path::PathBuf>>,
+) -> Result<(), Invalid> {
+    let Some(file) = file else {
         return Ok(());
     };
-    let path = socket.get_ref();
+    let path = file.get_ref();
     if path.file_name().is_none() || path.as_os_str().to_string_lossy().ends_with('/') {
         return Err(Invalid::new(
-            socket.span(),
-            "control_socket",
-            format!("{:?} names no file: give the path of the socket file", path),
+            file.span(),
+            field,
+            format!("{:?} names no file: give the path of a file", path),
         ));
     }
     Ok(())

@@ -70,6 +70,13 @@ impl Validate for ServerConfig {
                 "at least one listen address is needed",
             ));
         }
+        if let Some(addr) = super::repeated(self.listen.get_ref(), |a| **a) {
+            return Err(Invalid::new(
+                self.listen.span(),
+                "listen",
+                format!("{addr} is listed twice"),
+            ));
+        }
         if self.peers.is_empty() {
             return Err(Invalid::new(
                 0..0,
@@ -78,7 +85,7 @@ impl Validate for ServerConfig {
             ));
         }
         self.tunnel.validate()?;
-        super::check_control_socket(self.control_socket.as_ref())?;
+        super::check_file_path("control_socket", self.control_socket.as_ref())?;
         let named = self.peers.iter().filter(|p| p.get_ref().name.is_some());
         if let Some(peer) = super::repeated(named, |p| p.get_ref().name.clone()) {
             let name = peer.get_ref().name.as_deref().unwrap_or_default();

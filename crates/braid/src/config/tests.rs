@@ -334,6 +334,38 @@ fn the_tunnel_device_is_named_exactly_and_is_no_paths_interface() {
 }
 
 #[test]
+fn more_paths_than_a_session_carries_are_refused_at_the_first_too_many() {
+    let mut text = CLIENT.to_owned();
+    for i in 1..17 {
+        text.push_str(&format!("[[path]]\ninterface = \"eth{i}\"\n"));
+    }
+    let err = client_err(&text);
+    // The 17th [[path]] starts on line 39 (7 + 2 * 16).
+    assert!(
+        err.starts_with("c.toml:39: field `path`: 17 paths: a session carries at most 16"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_listen_address_twice_or_an_empty_usage_file_is_refused_by_name() {
+    let text = SERVER.replace(
+        "listen = [\"0.0.0.0:51820\"]",
+        "listen = [\"0.0.0.0:51820\", \"0.0.0.0:51820\"]",
+    );
+    let err = server_err(&text);
+    assert!(
+        err.starts_with("s.toml:2: field `listen`: 0.0.0.0:51820 is listed twice"),
+        "{err}"
+    );
+    let err = client_err(&format!("usage_file = \"\"\n{CLIENT}"));
+    assert!(
+        err.starts_with("c.toml:1: field `usage_file`: \"\" names no file"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_server_without_a_peer_is_refused() {
     let text = SERVER[..SERVER.find("[[peer]]").unwrap()].to_owned();
     let err = server_err(&text);
