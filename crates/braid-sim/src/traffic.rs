@@ -115,7 +115,7 @@ impl TrafficSpec {
             ["bulk", size] => Ok(TrafficSpec::Bulk {
                 bytes: Some(parse_size(size).ok_or_else(|| {
                     range(
-                        "SIZE is at least one byte, in B, kB, MB, GB, KiB, MiB or GiB (bulk:64MiB)",
+                        "SIZE is a whole number of B, kB, MB, GB, KiB, MiB or GiB, at least one byte and under 16 EiB (bulk:64MiB)",
                     )
                 })?),
             }),
@@ -405,7 +405,8 @@ mod tests {
             ("cbr:0%", "at most 1000%"),
             ("cbr:1001%", "at most 1000%"),
             ("bulk:0", "at least one byte"),
-            ("bulk:1TB", "at least one byte"),
+            ("bulk:1TB", "B, kB, MB, GB, KiB, MiB or GiB"),
+            ("bulk:99999999999999999999GB", "under 16 EiB"),
         ] {
             let e = TrafficSpec::parse(text).unwrap_err();
             assert!(matches!(e, TrafficError::Range(..)), "{text}: {e}");

@@ -648,7 +648,7 @@ fn reliable_mode_input_errors_are_usage_errors() {
         ),
         (
             &["--mode", "reliable", "--traffic", "bulk:1XB"],
-            "SIZE is at least one byte, in B, kB",
+            "SIZE is a whole number of B, kB",
         ),
     ] {
         let mut all = vec!["bench", "--path", "8mbit,5ms", "--path", "2mbit,5ms"];
