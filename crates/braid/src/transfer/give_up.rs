@@ -17,7 +17,8 @@ pub enum GiveUp {
     /// The sender could not read a file or its standard input (or a file
     /// changed while it was read).
     InputFailed,
-    /// The receiver's standard output was closed (`| head`).
+    /// The receiver's standard output was closed (`| head`) or failed
+    /// (a full disk).
     OutputClosed,
 }
 
@@ -49,7 +50,7 @@ impl GiveUp {
             GiveUp::InputFailed => {
                 "it could not read its input, or a file changed while it was sent"
             }
-            GiveUp::OutputClosed => "its standard output was closed",
+            GiveUp::OutputClosed => "its standard output was closed or could not be written",
         }
     }
 }
@@ -92,7 +93,7 @@ mod tests {
         assert_eq!(codes.len(), all.len(), "distinct codes");
         assert_eq!(
             describe(&StreamError::PeerAbort(0x103), "receiver"),
-            "the receiver gave up (its standard output was closed)"
+            "the receiver gave up (its standard output was closed or could not be written)"
         );
         assert_eq!(
             describe(&StreamError::PeerAbort(77), "sender"),
