@@ -53,7 +53,12 @@ Examples (from the repository's root):
   braid bench --path 10mbit,10ms --path trace=traces/TMobile-LTE-short.down,20ms --json")]
 pub struct BenchArgs {
     /// A path to bond (repeat for each path)
-    #[arg(long = "path", value_name = "SPEC", required = true)]
+    #[arg(
+        long = "path",
+        value_name = "SPEC",
+        required = true,
+        allow_hyphen_values = true
+    )]
     pub paths: Vec<String>,
     /// datagram (the bonding tunnel, default) or reliable (a pTCP-style stream; needs --traffic bulk[:SIZE])
     #[arg(long, default_value = "datagram")]
@@ -72,7 +77,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "cbr:110%")]
     pub traffic: Vec<String>,
     /// Simulated time
-    #[arg(long, default_value = "30s")]
+    #[arg(long, default_value = "30s", allow_hyphen_values = true)]
     pub duration: String,
     /// Seed of the simulated links' loss and jitter (same seed, same result)
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]

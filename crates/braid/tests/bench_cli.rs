@@ -226,6 +226,20 @@ fn a_negative_number_is_read_as_a_bad_value_not_as_an_unknown_flag() {
             "{err}"
         );
     }
+    // A path SPEC or a duration that starts with '-' is a bad value too,
+    // with the value's own message, not "unexpected argument '-1'".
+    for (args, says) in [
+        (&["--path", "-10mbit,5ms"][..], "-10mbit"),
+        (&["--path", "8mbit,5ms", "--duration", "-1s"][..], "-1s"),
+    ] {
+        let out = braid(&[&["bench"][..], args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(says) && !err.contains("unexpected argument"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
