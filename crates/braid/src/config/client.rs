@@ -23,7 +23,7 @@ pub struct ClientConfig {
     /// This client's static private key (base64, `braid genkey`).
     pub private_key: Key<PrivateKey>,
     pub server: ServerEndpoint,
-    pub tunnel: TunnelConfig,
+    pub tunnel: Spanned<TunnelConfig>,
     #[serde(default)]
     pub routing: Routing,
     #[serde(rename = "path")]
@@ -183,7 +183,7 @@ impl Validate for ClientConfig {
                 ),
             ));
         }
-        self.tunnel.validate()?;
+        self.tunnel.get_ref().validate_table(self.tunnel.span())?;
         check_endpoint(&self.server.endpoint)?;
         let server_key = &self.server.public_key;
         if server_key.get_ref().0 == self.private_key.0.public_key() {
@@ -208,13 +208,13 @@ impl Validate for ClientConfig {
         for path in &self.paths {
             let span = path.span();
             let p = path.get_ref();
-            if p.interface.as_ref() == Some(self.tunnel.name.get_ref()) {
+            if p.interface.as_ref() == Some(self.tunnel.get_ref().name.get_ref()) {
                 return Err(Invalid::new(
                     span,
                     "interface",
                     format!(
                         "{:?} is the tunnel's own device ([tunnel] name): a path must leave through another interface",
-                        self.tunnel.name.get_ref()
+                        self.tunnel.get_ref().name.get_ref()
                     ),
                 ));
             }

@@ -23,7 +23,7 @@ pub struct ServerConfig {
     pub private_key: Key<PrivateKey>,
     /// UDP addresses to listen on, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`).
     pub listen: Spanned<Vec<SocketAddr>>,
-    pub tunnel: TunnelConfig,
+    pub tunnel: Spanned<TunnelConfig>,
     /// Masquerade the tunnel's traffic out of an uplink (nftables).
     pub nat: Option<Nat>,
     pub control_socket: Option<Spanned<PathBuf>>,
@@ -84,7 +84,7 @@ impl Validate for ServerConfig {
                 "no [[peer]]: the server would accept no client (add one [[peer]] per client, with its public_key and allowed addresses)",
             ));
         }
-        self.tunnel.validate()?;
+        self.tunnel.get_ref().validate_table(self.tunnel.span())?;
         super::check_file_path("control_socket", self.control_socket.as_ref())?;
         let named = self.peers.iter().filter(|p| p.get_ref().name.is_some());
         if let Some(peer) = super::repeated(named, |p| p.get_ref().name.clone()) {
@@ -155,7 +155,7 @@ impl Validate for ServerConfig {
                 ));
             }
             for net in &p.allowed {
-                if let Some(addr) = self.tunnel.addrs().find(|a| net.contains(a)) {
+                if let Some(addr) = self.tunnel.get_ref().addrs().find(|a| net.contains(a)) {
                     return Err(Invalid::new(
                         peer.span(),
                         "allowed",

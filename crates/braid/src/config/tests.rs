@@ -62,7 +62,7 @@ fn the_examples_parse() {
         .map(|p| p.get_ref())
         .find(|p| p.public_key.0 == client.private_key.0.public_key())
         .expect("the server lists the example client");
-    for address in [&client.tunnel.ipv4, &client.tunnel.ipv6] {
+    for address in [&client.tunnel.get_ref().ipv4, &client.tunnel.get_ref().ipv6] {
         let address = address.as_ref().expect("both families").get_ref().0.addr();
         assert!(
             home.allowed.iter().any(|net| net.contains(&address)),
@@ -98,10 +98,10 @@ fn routing_rate_limits_caps_and_nat_are_read() {
 fn resending_losses_can_be_switched_off_and_a_bad_value_is_named() {
     let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nresend_losses = false\n");
     let c: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
-    assert!(!c.tunnel.resend_losses);
+    assert!(!c.tunnel.get_ref().resend_losses);
     let text = SERVER.replace("[tunnel]\n", "[tunnel]\nresend_losses = false\n");
     let s: ServerConfig = parse(Path::new("s.toml"), &text).unwrap();
-    assert!(!s.tunnel.resend_losses);
+    assert!(!s.tunnel.get_ref().resend_losses);
 
     let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nresend_losses = \"no\"\n");
     let err = client_err(&text);
@@ -112,8 +112,8 @@ fn resending_losses_can_be_switched_off_and_a_bad_value_is_named() {
 #[test]
 fn a_minimal_client_gets_defaults() {
     let c: ClientConfig = parse(Path::new("c.toml"), CLIENT).unwrap();
-    assert_eq!(c.tunnel.name.get_ref(), "braid0");
-    assert!(c.tunnel.resend_losses);
+    assert_eq!(c.tunnel.get_ref().name.get_ref(), "braid0");
+    assert!(c.tunnel.get_ref().resend_losses);
     assert_eq!(c.paths[0].get_ref().role, Role::Primary);
     assert_eq!(c.routing.table, client::DEFAULT_TABLE);
     assert!(!c.routing.route_all());
@@ -361,6 +361,17 @@ fn a_listen_address_twice_or_an_empty_usage_file_is_refused_by_name() {
     let err = client_err(&format!("usage_file = \"\"\n{CLIENT}"));
     assert!(
         err.starts_with("c.toml:1: field `usage_file`: \"\" names no file"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_tunnel_without_an_address_is_reported_at_its_table() {
+    let text = CLIENT.replace("ipv4 = \"10.77.0.2/24\"\n", "");
+    let err = client_err(&text);
+    // [tunnel] is on line 5, not the file's first line.
+    assert!(
+        err.starts_with("c.toml:5: field `tunnel`: [tunnel] needs an ipv4 or an ipv6 address"),
         "{err}"
     );
 }

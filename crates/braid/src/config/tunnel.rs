@@ -11,7 +11,7 @@ use braid_core::session::MAX_TUNNEL_MTU;
 use braid_io::{is_valid_interface_name, MAX_INTERFACE_NAME_LEN};
 
 use super::values::TunnelAddr;
-use super::{Invalid, Validate};
+use super::Invalid;
 
 /// Smallest MTU an IPv6 link may have (RFC 8200 §5).
 pub const MIN_TUNNEL_MTU: u16 = 1280;
@@ -77,11 +77,13 @@ impl TunnelConfig {
     }
 }
 
-impl Validate for TunnelConfig {
-    fn validate(&self) -> Result<(), Invalid> {
+impl TunnelConfig {
+    /// Checks the `[tunnel]` table that spans `table` in its file (a rule
+    /// broken by what the table lacks is reported at the table).
+    pub fn validate_table(&self, table: std::ops::Range<usize>) -> Result<(), Invalid> {
         if self.ipv4.is_none() && self.ipv6.is_none() {
             return Err(Invalid::new(
-                0..0,
+                table,
                 "tunnel",
                 "[tunnel] needs an ipv4 or an ipv6 address",
             ));

@@ -177,7 +177,7 @@ async fn serve(
             rate_limit_bps: p.rate_limit.as_ref().map(|r| r.bps),
         });
     }
-    let mtu = configured_mtu(&config.tunnel, || {
+    let mtu = configured_mtu(config.tunnel.get_ref(), || {
         mtu_from_paths(&config, endpoint.is_ipv6())
     });
     let path_names: Vec<String> = paths.iter().map(|p| p.name.clone()).collect();
@@ -187,7 +187,7 @@ async fn serve(
             server: config.server.public_key.get_ref().0,
             psk: config.server.preshared_key.as_ref().map(|k| k.0.clone()),
             paths,
-            session: session_config(mtu, config.tunnel.resend_losses),
+            session: session_config(mtu, config.tunnel.get_ref().resend_losses),
         },
         os_seed(),
     )
@@ -209,7 +209,7 @@ async fn serve(
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
     let metrics = super::bind_metrics(config.metrics).await?;
-    let tun = create_tun(&config.tunnel, mtu)?;
+    let tun = create_tun(config.tunnel.get_ref(), mtu)?;
     // Held to the end of this function: dropping it removes the routes.
     let _installed_routing = routing_plan
         .map(|plan| routing::install(&plan, tun.name()))

@@ -54,8 +54,8 @@ pub fn start(config: &ServerConfig, tun: &str) -> Result<Option<NatTable>, Failu
         .peers
         .iter()
         .flat_map(|p| p.get_ref().allowed.iter())
-        .chain(config.tunnel.ipv4.iter().map(|a| &a.get_ref().0))
-        .chain(config.tunnel.ipv6.iter().map(|a| &a.get_ref().0));
+        .chain(config.tunnel.get_ref().ipv4.iter().map(|a| &a.get_ref().0))
+        .chain(config.tunnel.get_ref().ipv6.iter().map(|a| &a.get_ref().0));
     let (ipv4, ipv6) = nets.fold((false, false), |(v4, v6), net| {
         (
             v4 || matches!(net, IpNet::V4(_)),

@@ -43,8 +43,8 @@ pub trait Kernel {
 pub fn plan_for(file: &Path, config: &ClientConfig) -> Result<Option<Plan>, Failure> {
     let routing = &config.routing;
     let tunnel = TunnelFamilies {
-        v4: config.tunnel.ipv4.is_some(),
-        v6: config.tunnel.ipv6.is_some(),
+        v4: config.tunnel.get_ref().ipv4.is_some(),
+        v6: config.tunnel.get_ref().ipv6.is_some(),
     };
     Plan::new(
         routing.route_all(),

@@ -78,7 +78,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     for &addr in config.listen.get_ref() {
         sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
     }
-    let mtu = configured_mtu(&config.tunnel, default_tunnel_mtu);
+    let mtu = configured_mtu(config.tunnel.get_ref(), default_tunnel_mtu);
     let peers: Vec<Peer> = config
         .peers
         .iter()
@@ -103,7 +103,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
                     psk: p.get_ref().preshared_key.as_ref().map(|k| k.0.clone()),
                 })
                 .collect(),
-            session: session_config(mtu, config.tunnel.resend_losses),
+            session: session_config(mtu, config.tunnel.get_ref().resend_losses),
             handshakes_per_second: HANDSHAKES_PER_SECOND,
         },
         os_seed(),
@@ -112,7 +112,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
     let metrics = super::bind_metrics(config.metrics).await?;
-    let tun = create_tun(&config.tunnel, mtu)?;
+    let tun = create_tun(config.tunnel.get_ref(), mtu)?;
     // Deleted again when `serve` returns, on a signal or an error.
     let _nat = nat::start(&config, tun.name())?;
     info!(
