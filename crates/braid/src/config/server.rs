@@ -37,7 +37,7 @@ pub struct ServerConfig {
 #[serde(deny_unknown_fields)]
 pub struct Nat {
     /// The interface the tunnel's traffic leaves through, masqueraded.
-    pub uplink: String,
+    pub uplink: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,6 +76,18 @@ impl Validate for ServerConfig {
                 "listen",
                 format!("{addr} is listed twice"),
             ));
+        }
+        if let Some(nat) = &self.nat {
+            let uplink = nat.uplink.get_ref();
+            if !braid_io::is_valid_interface_name(uplink) {
+                return Err(Invalid::new(
+                    nat.uplink.span(),
+                    "uplink",
+                    format!(
+                        "{uplink:?} is no interface name (1 to 15 bytes, no '/', ':' or spaces)"
+                    ),
+                ));
+            }
         }
         if self.peers.is_empty() {
             return Err(Invalid::new(

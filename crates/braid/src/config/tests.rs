@@ -91,7 +91,10 @@ fn routing_rate_limits_caps_and_nat_are_read() {
 
     let text = format!("{SERVER}[nat]\nuplink = \"eth0\"\n");
     let s: ServerConfig = parse(Path::new("s.toml"), &text).unwrap();
-    assert_eq!(s.nat.map(|n| n.uplink), Some("eth0".to_owned()));
+    assert_eq!(
+        s.nat.map(|n| n.uplink.into_inner()),
+        Some("eth0".to_owned())
+    );
 }
 
 #[test]
@@ -372,6 +375,16 @@ fn a_tunnel_without_an_address_is_reported_at_its_table() {
     // [tunnel] is on line 5, not the file's first line.
     assert!(
         err.starts_with("c.toml:5: field `tunnel`: [tunnel] needs an ipv4 or an ipv6 address"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_nat_uplink_that_is_no_interface_name_is_refused_at_its_line() {
+    let text = SERVER.replace("[tunnel]", "[nat]\nuplink = \"\"\n[tunnel]");
+    let err = server_err(&text);
+    assert!(
+        err.starts_with("s.toml:4: field `uplink`: \"\" is no interface name"),
         "{err}"
     );
 }

@@ -62,7 +62,7 @@ pub fn start(config: &ServerConfig, tun: &str) -> Result<Option<NatTable>, Failu
             v6 || matches!(net, IpNet::V6(_)),
         )
     });
-    NatTable::create(tun, &nat.uplink, ipv4, ipv6).map(Some)
+    NatTable::create(tun, nat.uplink.get_ref(), ipv4, ipv6).map(Some)
 }
 
 /// The NAT table while the server runs; deleted on drop.

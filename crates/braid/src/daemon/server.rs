@@ -65,7 +65,7 @@ pub fn run(args: &ServerArgs) -> Result<(), Failure> {
     let config: ServerConfig =
         config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(nat) = &config.nat {
-        nat::check_uplink(&nat.uplink)
+        nat::check_uplink(nat.uplink.get_ref())
             .map_err(|e| Failure::Usage(format!("{}: {e}", args.config.display())))?;
     }
     super::init_logging();
