@@ -28,6 +28,9 @@ const CLIENT: &str = "private_key = \"AlysX+WJqMQ8zAiklyPA2EhTBP+wt+Y7nxUuA1mb7G
 [server]\npublic_key = \"Y6DiCd5dVCDaRa7uH3KNOuEpi3ODFUpij6Kbrlhstew=\"\nendpoint = \"192.0.2.1:51820\"\n\
 [tunnel]\nipv4 = \"10.77.0.2/24\"\n[[path]]\ninterface = \"eth0\"\n";
 
+/// The one client a test server serves (a server without a peer is refused).
+const PEER: &str = "[[peer]]\npublic_key = \"cD+3h/LfNRMz1ev65aN3biwobLWdo+N1ERuiq1ckGSk=\"\nallowed = [\"10.77.0.2/32\"]\n";
+
 #[test]
 fn a_malformed_config_fails_with_file_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
@@ -43,10 +46,12 @@ fn a_malformed_config_fails_with_file_line_and_field() {
 
 #[test]
 fn a_missing_nat_uplink_is_named_at_start() {
-    let server = "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-        listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n";
+    let server = format!(
+        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
+         listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n{PEER}"
+    );
     let dir = tempfile::tempdir().unwrap();
-    let path = write(&dir, "nat.toml", server);
+    let path = write(&dir, "nat.toml", &server);
     let err = one_line_error(&braid(&["server", "--config", path.to_str().unwrap()]));
     assert!(
         err.contains("nat.toml: [nat] uplink: interface \"nosuchif0\" does not exist"),
@@ -90,7 +95,7 @@ fn a_bad_metrics_address_fails_before_the_tunnel_device_is_made() {
     let server = format!(
         "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
          listen = [\"127.0.0.1:0\"]\ncontrol_socket = \"{}\"\nmetrics = \"192.0.2.1:9851\"\n\
-         [tunnel]\nname = \"braidmtest0\"\nipv4 = \"10.77.0.1/24\"\n",
+         [tunnel]\nname = \"braidmtest0\"\nipv4 = \"10.77.0.1/24\"\n{PEER}",
         socket.display()
     );
     let path = write(&dir, "metrics.toml", &server);
