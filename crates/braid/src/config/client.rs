@@ -287,7 +287,7 @@ impl Validate for ClientConfig {
 /// The server's address must be one a datagram can be sent to.
 fn check_endpoint(endpoint: &Spanned<ServerAddr>) -> Result<(), Invalid> {
     let problem = match endpoint.get_ref() {
-        ServerAddr::Addr(addr) => server_address_problem(*addr),
+        ServerAddr::Addr(addr) => crate::unsendable(*addr),
         ServerAddr::Name { port: 0, .. } => Some("port 0"),
         ServerAddr::Name { .. } => None,
     };
@@ -299,11 +299,4 @@ fn check_endpoint(endpoint: &Spanned<ServerAddr>) -> Result<(), Invalid> {
             format!("{}: {problem}", endpoint.get_ref()),
         )),
     }
-}
-
-/// Why datagrams to `addr` cannot reach a server, if they cannot: also
-/// asked of what a name resolves to (a blocked name may resolve to
-/// 0.0.0.0).
-pub fn server_address_problem(addr: SocketAddr) -> Option<&'static str> {
-    crate::unsendable(addr)
 }

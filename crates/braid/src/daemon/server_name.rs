@@ -9,7 +9,6 @@ use std::time::Duration;
 use braid_core::time::Instant;
 use tracing::{info, warn};
 
-use crate::config::client::server_address_problem;
 use crate::config::ServerAddr;
 
 /// Silence from the server after which its name is resolved again: longer
@@ -25,7 +24,7 @@ pub fn resolve_at_start(server: &ServerAddr, ipv6: Option<bool>) -> Result<Socke
     let addr = server
         .resolve(ipv6)
         .map_err(|e| format!("server endpoint {server}: cannot resolve it: {e}"))?;
-    match server_address_problem(addr) {
+    match crate::unsendable(addr) {
         None => Ok(addr),
         Some(problem) => Err(format!(
             "server endpoint {server} resolves to {addr}: {problem}"
@@ -57,7 +56,7 @@ pub async fn follow(
         let found = tokio::task::spawn_blocking(move || name.resolve(Some(ipv6))).await;
         match found {
             Ok(Ok(addr)) if addr == current => {}
-            Ok(Ok(addr)) => match server_address_problem(addr) {
+            Ok(Ok(addr)) => match crate::unsendable(addr) {
                 Some(problem) => {
                     warn!(%server, %addr, "server name resolves to an unusable address: {problem}")
                 }
