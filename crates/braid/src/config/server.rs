@@ -78,16 +78,7 @@ impl Validate for ServerConfig {
             ));
         }
         if let Some(nat) = &self.nat {
-            let uplink = nat.uplink.get_ref();
-            if !braid_io::is_valid_interface_name(uplink) {
-                return Err(Invalid::new(
-                    nat.uplink.span(),
-                    "uplink",
-                    format!(
-                        "{uplink:?} is no interface name (1 to 15 bytes, no '/', ':' or spaces)"
-                    ),
-                ));
-            }
+            super::tunnel::check_interface_name("uplink", &nat.uplink)?;
         }
         if self.peers.is_empty() {
             return Err(Invalid::new(

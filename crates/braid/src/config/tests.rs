@@ -384,7 +384,13 @@ fn a_nat_uplink_that_is_no_interface_name_is_refused_at_its_line() {
     let text = SERVER.replace("[tunnel]", "[nat]\nuplink = \"\"\n[tunnel]");
     let err = server_err(&text);
     assert!(
-        err.starts_with("s.toml:4: field `uplink`: \"\" is no interface name"),
+        err.starts_with("s.toml:4: field `uplink`: \"\" is not 1 to 15 bytes long"),
+        "{err}"
+    );
+    let text = SERVER.replace("[tunnel]", "[nat]\nuplink = \"a/b\"\n[tunnel]");
+    let err = server_err(&text);
+    assert!(
+        err.starts_with("s.toml:4: field `uplink`: \"a/b\" is not an interface name"),
         "{err}"
     );
 }

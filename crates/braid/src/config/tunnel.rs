@@ -42,7 +42,7 @@ fn default_tun_name() -> Spanned<String> {
     Spanned::new(0..0, "braid0".to_owned())
 }
 
-/// A name Linux takes for an interface ([`is_valid_interface_name`]).
+/// The TUN device's name: exact (no `%`) and one Linux takes.
 fn check_tun_name(name: &Spanned<String>) -> Result<(), Invalid> {
     let n = name.get_ref();
     if n.contains('%') {
@@ -56,6 +56,13 @@ fn check_tun_name(name: &Spanned<String>) -> Result<(), Invalid> {
             ),
         ));
     }
+    check_interface_name("name", name)
+}
+
+/// `field` holds a name Linux takes for an interface
+/// ([`is_valid_interface_name`]).
+pub(super) fn check_interface_name(field: &str, name: &Spanned<String>) -> Result<(), Invalid> {
+    let n = name.get_ref();
     if is_valid_interface_name(n) {
         return Ok(());
     }
@@ -64,7 +71,7 @@ fn check_tun_name(name: &Spanned<String>) -> Result<(), Invalid> {
     } else {
         format!("{n:?} is not 1 to {MAX_INTERFACE_NAME_LEN} bytes long")
     };
-    Err(Invalid::new(name.span(), "name", problem))
+    Err(Invalid::new(name.span(), field, problem))
 }
 
 impl TunnelConfig {
