@@ -691,33 +691,35 @@ impl Incoming {
     }
 
     /// Syncs the file and renames it to its name, which must not exist
-    /// (a dangling link included): the rename does not replace.
+    /// (a dangling link included): the rename does not replace. On an
+    /// error the partial file stays the sink's, to drop or keep.
     fn put_in_place(&mut self) -> Result<(), String> {
-        match std::mem::replace(&mut self.sink, Sink::Discard) {
-            Sink::File { file, target } => {
-                file.as_file()
-                    .sync_all()
-                    .map_err(|e| format!("cannot sync {}: {e}", file.path().display()))?;
-                file.persist_noclobber(&target).map(drop).map_err(|e| {
-                    let why = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                        "exists; not replaced".to_owned()
-                    } else {
-                        format!("cannot rename into place: {}", e.error)
-                    };
-                    // The partial file stays ours, to drop or keep.
-                    self.sink = Sink::File {
-                        file: e.file,
-                        target: target.clone(),
-                    };
-                    format!("{} {why}", target.display())
-                })
+        if let Sink::Stdout(w) = &self.sink {
+            return w.flush();
+        }
+        let Sink::File { file, target } = std::mem::replace(&mut self.sink, Sink::Discard) else {
+            return Ok(());
+        };
+        if let Err(e) = file.as_file().sync_all() {
+            let error = format!("cannot sync {}: {e}", file.path().display());
+            self.sink = Sink::File { file, target };
+            return Err(error);
+        }
+        match file.persist_noclobber(&target) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let why = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                    "exists; not replaced".to_owned()
+                } else {
+                    format!("cannot rename into place: {}", e.error)
+                };
+                let error = format!("{} {why}", target.display());
+                self.sink = Sink::File {
+                    file: e.file,
+                    target,
+                };
+                Err(error)
             }
-            Sink::Stdout(w) => {
-                let flushed = w.flush();
-                self.sink = Sink::Stdout(w);
-                flushed
-            }
-            Sink::Discard => Ok(()),
         }
     }
 }
@@ -917,16 +919,29 @@ mod tests {
     #[test]
     fn a_name_taken_while_the_file_arrived_is_not_replaced() {
         let d = dir("raced");
-        let incoming = incoming(&d.0);
+        let raced = incoming(&d.0);
         // A dangling link: `exists()` says no, a plain rename would replace it.
         std::os::unix::fs::symlink(d.0.join("nowhere"), d.0.join("f.bin")).unwrap();
-        let (_, error) = feed_whole(incoming, 100_000, false).finish(false);
+        let (_, error) = feed_whole(raced, 100_000, false).finish(false);
         let error = error.expect("refused");
         assert!(error.ends_with("f.bin exists; not replaced"), "{error}");
         assert!(std::fs::symlink_metadata(d.0.join("f.bin"))
             .unwrap()
             .is_symlink());
         assert_eq!(listing(&d.0), ["f.bin"], "the partial file is removed");
+        // With --keep-partial the refused file's data stays, whole.
+        std::fs::remove_file(d.0.join("f.bin")).unwrap();
+        let kept = incoming(&d.0);
+        std::os::unix::fs::symlink(d.0.join("nowhere"), d.0.join("f.bin")).unwrap();
+        let (_, error) = feed_whole(kept, 100_000, false).finish(true);
+        assert!(error.is_some());
+        let names = listing(&d.0);
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names[0].starts_with(".f.bin.") && names[0].ends_with(PARTIAL_SUFFIX));
+        assert_eq!(
+            std::fs::metadata(d.0.join(&names[0])).unwrap().len(),
+            100_000
+        );
     }
 
     #[test]
