@@ -252,10 +252,8 @@ mod tests {
     /// is a status: a script must not read `{"foo":1}` with exit 0.
     #[test]
     fn json_output_is_refused_for_a_document_that_is_no_status() {
-        let dir = std::env::temp_dir().join(format!("braid-status-json-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("fake.sock");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fake.sock");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         let daemon = std::thread::spawn(move || {
             use std::io::Write;
@@ -269,7 +267,6 @@ mod tests {
         };
         let e = run(&args).expect_err("refused");
         daemon.join().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
         assert!(
             matches!(&e, Failure::Runtime(m) if m.contains("no braid status")),
             "{e:?}"

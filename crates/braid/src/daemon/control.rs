@@ -137,20 +137,6 @@ pub async fn query(path: &Path) -> Result<String, QueryError> {
 mod tests {
     use super::*;
 
-    struct Dir(PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn dir(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("braid-control-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
     fn bind(path: &Path) -> io::Result<ControlSocket> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
@@ -161,27 +147,27 @@ mod tests {
 
     #[test]
     fn a_file_or_link_at_the_path_is_never_removed_but_a_stale_socket_is() {
-        let d = dir("bind");
-        let file = d.0.join("client.toml");
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("client.toml");
         std::fs::write(&file, b"precious").unwrap();
         let err = bind(&file).err().expect("refused");
         assert!(err.to_string().contains("is not a socket"), "{err}");
         assert_eq!(std::fs::read(&file).unwrap(), b"precious");
-        let link = d.0.join("link");
+        let link = d.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         assert!(bind(&link).is_err());
         assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
         // A socket nobody answers on (a daemon that died) is replaced.
-        let stale = d.0.join("stale.sock");
+        let stale = d.path().join("stale.sock");
         drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
         assert!(stale.exists());
         assert!(bind(&stale).is_ok());
     }
 
     /// What `query` makes of a daemon that answers `answer` and closes.
-    fn query_answered(name: &str, answer: Vec<u8>) -> Result<String, QueryError> {
-        let d = dir(name);
-        let path = d.0.join("fake.sock");
+    fn query_answered(answer: Vec<u8>) -> Result<String, QueryError> {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("fake.sock");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         let daemon = std::thread::spawn(move || {
             use std::io::Write;
@@ -201,14 +187,15 @@ mod tests {
     #[test]
     fn an_answer_that_is_empty_too_long_or_not_text_is_an_error_that_says_so() {
         let said = |r: Result<String, QueryError>| r.expect_err("refused").to_string();
-        assert!(said(query_answered("empty", Vec::new()))
-            .ends_with("closed the connection without an answer"));
+        assert!(
+            said(query_answered(Vec::new())).ends_with("closed the connection without an answer")
+        );
         let long = vec![b' '; (MAX_STATUS_BYTES + 1) as usize];
-        assert!(said(query_answered("long", long)).ends_with("answered with more than 4 MiB"));
-        assert!(said(query_answered("utf8", vec![b'{', 0xff, b'}'])).ends_with("not UTF-8"));
+        assert!(said(query_answered(long)).ends_with("answered with more than 4 MiB"));
+        assert!(said(query_answered(vec![b'{', 0xff, b'}'])).ends_with("not UTF-8"));
         let whole = vec![b' '; MAX_STATUS_BYTES as usize];
         assert_eq!(
-            query_answered("whole", whole).unwrap().len() as u64,
+            query_answered(whole).unwrap().len() as u64,
             MAX_STATUS_BYTES
         );
         let missing = std::env::temp_dir().join("braid-control-none.sock");

@@ -762,20 +762,6 @@ impl SocketCore for Receiver {
 mod tests {
     use super::*;
 
-    struct Dir(PathBuf);
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn dir(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("braid-recv-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
     fn incoming(dir: &std::path::Path) -> Incoming {
         Incoming {
             head: Vec::new(),
@@ -821,13 +807,13 @@ mod tests {
 
     #[test]
     fn a_whole_file_is_renamed_into_place() {
-        let d = dir("whole");
-        let (result, error) = receive(&d.0, 100_000, false);
+        let d = tempfile::tempdir().unwrap();
+        let (result, error) = receive(d.path(), 100_000, false);
         assert_eq!(error, None);
         assert_eq!(result.bytes, 100_000);
         let expect: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
-        assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), expect);
-        assert_eq!(listing(&d.0), ["f.bin"]);
+        assert_eq!(std::fs::read(d.path().join("f.bin")).unwrap(), expect);
+        assert_eq!(listing(d.path()), ["f.bin"]);
     }
 
     #[test]
@@ -836,18 +822,18 @@ mod tests {
             (100_000, true, "SHA-256 mismatch"),
             (100_001, false, "announced"),
         ] {
-            let d = dir("bad");
-            let (result, error) = receive(&d.0, size, corrupt);
+            let d = tempfile::tempdir().unwrap();
+            let (result, error) = receive(d.path(), size, corrupt);
             let error = error.expect("refused");
             assert!(error.contains(why), "{error}");
             assert_eq!(result.error.as_deref(), Some(error.as_str()));
-            assert_eq!(std::fs::read_dir(&d.0).unwrap().count(), 0, "{why}");
+            assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "{why}");
         }
     }
 
     #[test]
     fn every_name_a_file_system_takes_gets_a_partial_file() {
-        let d = dir("long");
+        let d = tempfile::tempdir().unwrap();
         let long = "n".repeat(NAME_MAX);
         let other = format!("{}m", "n".repeat(NAME_MAX - 1));
         let wide = "é".repeat(NAME_MAX / 2);
@@ -855,7 +841,7 @@ mod tests {
         // files of their own.
         let mut partials = Vec::new();
         for name in [long.as_str(), other.as_str(), wide.as_str(), "f.bin"] {
-            let Ok(Sink::File { file, .. }) = open_sink(&d.0, name) else {
+            let Ok(Sink::File { file, .. }) = open_sink(d.path(), name) else {
                 panic!("no partial file for {name}");
             };
             let partial = file
@@ -874,7 +860,7 @@ mod tests {
         assert_ne!(partials[0].0, partials[1].0);
         drop(partials);
         assert_eq!(
-            listing(&d.0),
+            listing(d.path()),
             Vec::<String>::new(),
             "dropped partial files are removed"
         );
@@ -891,22 +877,22 @@ mod tests {
 
     #[test]
     fn files_already_there_are_neither_replaced_nor_written_through() {
-        let d = dir("through");
-        let victim = d.0.join("victim");
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
         std::fs::write(&victim, b"victim").unwrap();
         // What an earlier try kept, what an older braid named its partial
         // file, and a link someone planted under that name.
-        std::fs::write(d.0.join(".f.bin.braid-partial"), b"kept").unwrap();
-        std::os::unix::fs::symlink(&victim, d.0.join(".f.bin.XXXXXX.braid-partial")).unwrap();
-        let (_, error) = receive(&d.0, 100_000, false);
+        std::fs::write(d.path().join(".f.bin.braid-partial"), b"kept").unwrap();
+        std::os::unix::fs::symlink(&victim, d.path().join(".f.bin.XXXXXX.braid-partial")).unwrap();
+        let (_, error) = receive(d.path(), 100_000, false);
         assert_eq!(error, None);
         assert_eq!(std::fs::read(&victim).unwrap(), b"victim");
         assert_eq!(
-            std::fs::read(d.0.join(".f.bin.braid-partial")).unwrap(),
+            std::fs::read(d.path().join(".f.bin.braid-partial")).unwrap(),
             b"kept"
         );
         assert_eq!(
-            listing(&d.0),
+            listing(d.path()),
             [
                 ".f.bin.XXXXXX.braid-partial",
                 ".f.bin.braid-partial",
@@ -918,44 +904,44 @@ mod tests {
 
     #[test]
     fn a_name_taken_while_the_file_arrived_is_not_replaced() {
-        let d = dir("raced");
-        let raced = incoming(&d.0);
+        let d = tempfile::tempdir().unwrap();
+        let raced = incoming(d.path());
         // A dangling link: `exists()` says no, a plain rename would replace it.
-        std::os::unix::fs::symlink(d.0.join("nowhere"), d.0.join("f.bin")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("nowhere"), d.path().join("f.bin")).unwrap();
         let (_, error) = feed_whole(raced, 100_000, false).finish(false);
         let error = error.expect("refused");
         assert!(error.ends_with("f.bin exists; not replaced"), "{error}");
-        assert!(std::fs::symlink_metadata(d.0.join("f.bin"))
+        assert!(std::fs::symlink_metadata(d.path().join("f.bin"))
             .unwrap()
             .is_symlink());
-        assert_eq!(listing(&d.0), ["f.bin"], "the partial file is removed");
+        assert_eq!(listing(d.path()), ["f.bin"], "the partial file is removed");
         // With --keep-partial the refused file's data stays, whole.
-        std::fs::remove_file(d.0.join("f.bin")).unwrap();
-        let kept = incoming(&d.0);
-        std::os::unix::fs::symlink(d.0.join("nowhere"), d.0.join("f.bin")).unwrap();
+        std::fs::remove_file(d.path().join("f.bin")).unwrap();
+        let kept = incoming(d.path());
+        std::os::unix::fs::symlink(d.path().join("nowhere"), d.path().join("f.bin")).unwrap();
         let (_, error) = feed_whole(kept, 100_000, false).finish(true);
         assert!(error.is_some());
-        let names = listing(&d.0);
+        let names = listing(d.path());
         assert_eq!(names.len(), 2, "{names:?}");
         assert!(names[0].starts_with(".f.bin.") && names[0].ends_with(PARTIAL_SUFFIX));
         assert_eq!(
-            std::fs::metadata(d.0.join(&names[0])).unwrap().len(),
+            std::fs::metadata(d.path().join(&names[0])).unwrap().len(),
             100_000
         );
     }
 
     #[test]
     fn an_existing_file_is_never_replaced() {
-        let d = dir("exists");
-        std::fs::write(d.0.join("f.bin"), b"mine").unwrap();
-        assert!(open_sink(&d.0, "f.bin").is_err());
-        assert_eq!(std::fs::read(d.0.join("f.bin")).unwrap(), b"mine");
-        std::fs::remove_file(d.0.join("f.bin")).unwrap();
-        std::os::unix::fs::symlink(d.0.join("nowhere"), d.0.join("f.bin")).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("f.bin"), b"mine").unwrap();
+        assert!(open_sink(d.path(), "f.bin").is_err());
+        assert_eq!(std::fs::read(d.path().join("f.bin")).unwrap(), b"mine");
+        std::fs::remove_file(d.path().join("f.bin")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("nowhere"), d.path().join("f.bin")).unwrap();
         assert!(
-            open_sink(&d.0, "f.bin").is_err(),
+            open_sink(d.path(), "f.bin").is_err(),
             "a dangling link is a file there too"
         );
-        assert_eq!(listing(&d.0), ["f.bin"]);
+        assert_eq!(listing(d.path()), ["f.bin"]);
     }
 }
