@@ -7,6 +7,8 @@
 //!   through `quinn-udp` (recvmmsg, GRO, GSO) into buffers allocated once.
 //! - [`RecvBatch`]: those buffers, and an iterator over the datagrams one
 //!   receive call brought in.
+//! - [`TransmitBatch`]: datagrams on their way out, consecutive ones for
+//!   one destination coalesced into one GSO send.
 //! - [`Tun`]: the TUN device, with one clear line when it cannot be made.
 //! - [`usable_interfaces`]: the interfaces a path could use;
 //!   [`interface_mtu`]: their MTUs.
@@ -21,6 +23,7 @@ mod interfaces;
 mod link_status;
 mod link_watch;
 mod path_socket;
+mod transmit_batch;
 mod tun;
 
 pub use batch::{Datagram, RecvBatch, MAX_DATAGRAM_BYTES};
@@ -32,6 +35,7 @@ pub use interfaces::{
 pub use link_status::LinkStatus;
 pub use link_watch::LinkWatch;
 pub use path_socket::{Binding, PathSocket};
+pub use transmit_batch::{SendFailure, TransmitBatch, MAX_ONE_DATAGRAM};
 pub use tun::{Tun, TunConfig};
 
 #[cfg(test)]

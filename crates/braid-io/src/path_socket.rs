@@ -33,6 +33,8 @@ const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 pub struct PathSocket {
     io: UdpSocket,
     state: UdpSocketState,
+    /// Where it is bound, read once (a server asks for every datagram).
+    local: SocketAddr,
 }
 
 impl PathSocket {
@@ -105,7 +107,8 @@ impl PathSocket {
         let _ = state.set_send_buffer_size((&socket).into(), SOCKET_BUFFER_BYTES);
         allow_fragmentation(&socket)?;
         let io = UdpSocket::from_std(socket.into())?;
-        Ok(PathSocket { io, state })
+        let local = io.local_addr()?;
+        Ok(PathSocket { io, state, local })
     }
 
     /// Marks every packet the socket sends with `mark` (`SO_MARK`, needs
@@ -115,8 +118,8 @@ impl PathSocket {
         socket2::SockRef::from(&self.io).set_mark(mark)
     }
 
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.local_addr()
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
     }
 
     /// How many datagrams one GSO send may carry (1 without GSO).
@@ -159,6 +162,11 @@ impl PathSocket {
         self.io.try_io(Interest::WRITABLE, || {
             self.state.try_send((&self.io).into(), &transmit)
         })
+    }
+
+    /// Waits until the socket can take a datagram.
+    pub async fn writable(&self) -> io::Result<()> {
+        self.io.writable().await
     }
 
     /// Like [`try_send`](Self::try_send), waiting while the socket buffer is full.

@@ -400,6 +400,30 @@ fn two_paths_carry_ping_and_tcp() {
     assert_eq!(server["daemon"]["inner_source_refused"], 0);
 }
 
+/// On plain veth paths, which take GSO packets whole, a bulk upload leaves
+/// the client in GSO runs: fewer send calls than datagrams, none failed.
+#[test]
+fn a_bulk_upload_on_direct_paths_leaves_in_gso_runs() {
+    if !have_root() {
+        return;
+    }
+    let tunnel = Tunnel::up("tun-gso", &["direct", "direct"], true);
+    tunnel.wait_until_all_paths_up();
+    let bps = iperf(&tunnel, 2);
+    assert!(bps > 1e6, "TCP through the tunnel: {bps} bit/s");
+    let daemon = tunnel.status("client")["daemon"].clone();
+    let calls = daemon["udp_send_calls"].as_u64().unwrap();
+    let datagrams = daemon["udp_datagrams_sent"].as_u64().unwrap();
+    assert_eq!(daemon["udp_send_errors"], 0, "{daemon}");
+    // At least 2 s of TCP at more than 1 Mbit/s in datagrams of at most
+    // 1.5 kB.
+    assert!(datagrams > 160, "{daemon}");
+    assert!(
+        calls * 2 < datagrams,
+        "datagrams leave in runs of more than two on average: {daemon}"
+    );
+}
+
 #[test]
 fn a_cut_path_is_reported_down_within_a_second_and_traffic_continues() {
     if !have_root() {

@@ -24,9 +24,9 @@ async fn receive(socket: &PathSocket, want: usize) -> Vec<(SocketAddr, Vec<u8>)>
 
 async fn round_trip(ip: IpAddr) {
     let server = PathSocket::listen(SocketAddr::new(ip, 0)).unwrap();
-    let server_addr = server.local_addr().unwrap();
+    let server_addr = server.local_addr();
     let client = PathSocket::client(&Binding::Source(ip), server_addr).unwrap();
-    let client_addr = client.local_addr().unwrap();
+    let client_addr = client.local_addr();
     assert_eq!(client_addr.ip(), ip);
 
     for i in 0..3u8 {
@@ -61,7 +61,7 @@ fn datagrams_go_both_ways_over_ipv6() {
 fn one_gso_send_arrives_as_separate_datagrams() {
     runtime().block_on(async {
         let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
-        let server_addr = server.local_addr().unwrap();
+        let server_addr = server.local_addr();
         let client = PathSocket::client(&Binding::Source(LOOP4), server_addr).unwrap();
         assert!(
             client.max_gso_segments() >= 6,
@@ -89,7 +89,7 @@ fn one_gso_send_arrives_as_separate_datagrams() {
 fn a_path_bound_to_an_interface_sends_through_it() {
     runtime().block_on(async {
         let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
-        let server_addr = server.local_addr().unwrap();
+        let server_addr = server.local_addr();
         let bound = PathSocket::client(&Binding::Interface("lo".into()), server_addr);
         if !have_root() {
             assert!(matches!(
@@ -140,7 +140,7 @@ fn a_source_address_not_on_this_host_is_refused() {
 fn datagrams_can_be_changed_in_place() {
     runtime().block_on(async {
         let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
-        let server_addr = server.local_addr().unwrap();
+        let server_addr = server.local_addr();
         let client = PathSocket::client(&Binding::Source(LOOP4), server_addr).unwrap();
         // One GSO send, so that both datagrams arrive in one receive call.
         client
@@ -161,7 +161,7 @@ fn datagrams_can_be_changed_in_place() {
             // What the closure wrote is what the batch now holds.
             assert!(batch.datagrams().all(|d| d.bytes[0] == 0xff));
         }
-        let client_addr = client.local_addr().unwrap();
+        let client_addr = client.local_addr();
         assert_eq!(seen, vec![(client_addr, 1, 500), (client_addr, 2, 500)]);
     });
 }
@@ -170,7 +170,7 @@ fn datagrams_can_be_changed_in_place() {
 fn a_socket_for_a_missing_link_waits_and_is_pinned_once_it_is_there() {
     runtime().block_on(async {
         let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
-        let server_addr = server.local_addr().unwrap();
+        let server_addr = server.local_addr();
         // A source address no interface holds: refused as missing, yet a
         // waiting socket can be bound to it.
         let ip: IpAddr = "203.0.113.7".parse().unwrap();
@@ -178,7 +178,7 @@ fn a_socket_for_a_missing_link_waits_and_is_pinned_once_it_is_there() {
         let err = PathSocket::client(&absent, server_addr).err().unwrap();
         assert!(err.is_missing_link(), "{err}");
         let waiting = PathSocket::client_unattached(&absent, server_addr).unwrap();
-        assert_eq!(waiting.local_addr().unwrap().ip(), ip);
+        assert_eq!(waiting.local_addr().ip(), ip);
         waiting.attach(&absent).unwrap();
 
         let lo = Binding::Interface("lo".into());

@@ -6,15 +6,17 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{self, Event, PathDownReason, PathRole, Session, MAX_DATAGRAM_LEN};
+use braid_core::session::{self, Event, PathDownReason, PathRole, Session, SESSION_OVERHEAD};
 use braid_core::time::Instant;
-use braid_io::{interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, Tun};
+use braid_io::{
+    interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, TransmitBatch, Tun,
+};
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::control::ControlSocket;
 use super::data_cap::{DataCaps, PathSetup};
-use super::event_loop::{self, Core};
+use super::event_loop::{self, Core, Outgoing};
 use super::inner_addr;
 use super::links::{self, PathLinks};
 use super::routing;
@@ -55,7 +57,7 @@ struct Client {
     /// The paths' data caps, if any path has one.
     caps: Option<DataCaps>,
     links: PathLinks,
-    tx_buf: Box<[u8]>,
+    tx: TransmitBatch,
 }
 
 pub fn run(args: &ClientArgs) -> Result<(), Failure> {
@@ -237,7 +239,7 @@ async fn serve(
         path_names,
         caps,
         links,
-        tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+        tx: TransmitBatch::new(usize::from(mtu) + SESSION_OVERHEAD),
     };
     event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
         if let Some(name) = server_name {
@@ -291,19 +293,20 @@ impl Core for Client {
     /// Everything the session has to say: datagrams to the paths, inner
     /// packets to the TUN device, events to the log.
     fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
-        while let Some(t) = self.session.poll_transmit(now, &mut self.tx_buf) {
-            if !self.links.may_send(t.path) {
-                self.counters.udp_link_lost += 1;
-                continue;
+        let (session, links, counters) = (&mut self.session, &self.links, &mut self.counters);
+        let failed = event_loop::send_datagrams(&mut self.tx, sockets, |buf| {
+            let t = session.poll_transmit(now, buf)?;
+            if !links.may_send(t.path) {
+                counters.udp_link_lost += 1;
+                return Some(None);
             }
-            let sent = sockets
-                .get(usize::from(t.path))
-                .map(|s| s.try_send(t.remote, &self.tx_buf[..t.len], None));
-            if !matches!(sent, Some(Ok(()))) {
-                self.counters.udp_send_errors += 1;
-                debug!(remote = %t.remote, len = t.len, "UDP send failed: {sent:?}");
-            }
-        }
+            Some(Some(Outgoing {
+                socket: usize::from(t.path),
+                to: t.remote,
+                len: t.len,
+            }))
+        });
+        self.counters.udp_send_errors += failed;
         while let Some(d) = self.session.poll_deliver() {
             match tun.try_send(&d.payload) {
                 Ok(()) => self.counters.tun_tx_packets += 1,
@@ -356,6 +359,8 @@ impl Core for Client {
                 "tun_tx_packets": c.tun_tx_packets,
                 "tun_tx_dropped": c.tun_tx_dropped,
                 "udp_send_errors": c.udp_send_errors,
+                "udp_datagrams_sent": self.tx.counts().1,
+                "udp_send_calls": self.tx.counts().0,
                 "udp_link_lost": c.udp_link_lost,
             },
         });

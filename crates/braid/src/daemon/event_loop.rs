@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use braid_core::time::Instant;
-use braid_io::{PathSocket, RecvBatch, Tun};
+use braid_io::{PathSocket, RecvBatch, SendFailure, TransmitBatch, Tun};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
@@ -51,6 +51,39 @@ pub trait Core {
     fn status(&self, now: Instant) -> serde_json::Value;
     /// The daemon is stopping: last words (state to save).
     fn stop(&mut self, _now: Instant) {}
+}
+
+/// Where a datagram a core wrote goes.
+pub struct Outgoing {
+    pub socket: usize,
+    pub to: SocketAddr,
+    pub len: usize,
+}
+
+/// Sends every datagram `next` writes into the space `tx` gives it,
+/// consecutive ones for one destination coalesced into GSO sends. `next`
+/// says where each goes, `Some(None)` for one not to send, `None` when it
+/// has no more. Returns how many datagrams did not go out (each failure is
+/// logged at debug level).
+pub fn send_datagrams(
+    tx: &mut TransmitBatch,
+    sockets: &[PathSocket],
+    mut next: impl FnMut(&mut [u8]) -> Option<Option<Outgoing>>,
+) -> u64 {
+    let mut failed = 0;
+    let mut count = |sent: Result<(), SendFailure>| {
+        if let Err(f) = sent {
+            debug!(to = %f.to, datagrams = f.datagrams, "UDP send failed: {}", f.error);
+            failed += f.datagrams as u64;
+        }
+    };
+    while let Some(outgoing) = next(tx.space()) {
+        if let Some(o) = outgoing {
+            count(tx.push(sockets, o.socket, o.to, o.len));
+        }
+    }
+    count(tx.flush(sockets));
+    failed
 }
 
 /// A daemon's core with its TUN device, as a [`SocketCore`].

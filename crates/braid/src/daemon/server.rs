@@ -8,16 +8,16 @@ use std::path::PathBuf;
 
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{
-    self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId, MAX_DATAGRAM_LEN,
+    self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId, SESSION_OVERHEAD,
 };
 use braid_core::time::Instant;
-use braid_io::{PathSocket, Tun};
+use braid_io::{PathSocket, TransmitBatch, Tun};
 use ipnet::IpNet;
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::control::ControlSocket;
-use super::event_loop::{self, Core};
+use super::event_loop::{self, Core, Outgoing};
 use super::inner_addr::{addresses, flow_id};
 use super::nat;
 use super::{configured_mtu, create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
@@ -58,7 +58,7 @@ struct Server {
     endpoint: Endpoint,
     peers: Vec<Peer>,
     counters: Counters,
-    tx_buf: Box<[u8]>,
+    tx: TransmitBatch,
 }
 
 pub fn run(args: &ServerArgs) -> Result<(), Failure> {
@@ -128,7 +128,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
         endpoint,
         peers,
         counters: Counters::default(),
-        tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+        tx: TransmitBatch::new(usize::from(mtu) + SESSION_OVERHEAD),
     };
     event_loop::run(server, sockets, tun, control, metrics).await
 }
@@ -200,14 +200,20 @@ impl Core for Server {
     }
 
     fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
-        while let Some((_, t)) = self.endpoint.poll_transmit(now, &mut self.tx_buf) {
-            let sent = socket_for(sockets, t.remote)
-                .map(|s| s.try_send(t.remote, &self.tx_buf[..t.len], None));
-            if !matches!(sent, Some(Ok(()))) {
-                self.counters.udp_send_errors += 1;
-                debug!(remote = %t.remote, len = t.len, "UDP send failed: {sent:?}");
-            }
-        }
+        let (endpoint, counters) = (&mut self.endpoint, &mut self.counters);
+        let failed = event_loop::send_datagrams(&mut self.tx, sockets, |buf| {
+            let (_, t) = endpoint.poll_transmit(now, buf)?;
+            let Some(socket) = socket_for(sockets, t.remote) else {
+                counters.udp_send_errors += 1;
+                return Some(None);
+            };
+            Some(Some(Outgoing {
+                socket,
+                to: t.remote,
+                len: t.len,
+            }))
+        });
+        self.counters.udp_send_errors += failed;
         while let Some((peer, d)) = self.endpoint.poll_deliver() {
             // A client may send only from its own tunnel addresses.
             let allowed = addresses(&d.payload).is_some_and(|(src, _)| {
@@ -277,15 +283,16 @@ impl Core for Server {
                 "tun_tx_dropped": c.tun_tx_dropped,
                 "inner_source_refused": c.inner_source_refused,
                 "udp_send_errors": c.udp_send_errors,
+                "udp_datagrams_sent": self.tx.counts().1,
+                "udp_send_calls": self.tx.counts().0,
             },
         })
     }
 }
 
-/// The listen socket of `remote`'s address family.
-fn socket_for(sockets: &[PathSocket], remote: SocketAddr) -> Option<&PathSocket> {
-    sockets.iter().find(|s| {
-        s.local_addr()
-            .is_ok_and(|local| local.is_ipv4() == remote.is_ipv4())
-    })
+/// The number of the listen socket of `remote`'s address family.
+fn socket_for(sockets: &[PathSocket], remote: SocketAddr) -> Option<usize> {
+    sockets
+        .iter()
+        .position(|s| s.local_addr().is_ipv4() == remote.is_ipv4())
 }

@@ -107,6 +107,11 @@ fn parse_public_key(
     Ok(key)
 }
 
+/// Largest datagram a transfer's session sends for one stream packet: a
+/// full one fills a 1500-byte IPv4 packet. Larger ones (feedback bundled
+/// in) go out alone, not in GSO runs.
+const MAX_STREAM_DATAGRAM: usize = 1500 - braid_core::wire::IP_UDP_OVERHEAD;
+
 /// The session both ends use: the daemons' settings plus the stream. The
 /// stream re-sends what is lost itself, so datagrams are not re-sent below it.
 fn session_config(timeout: Duration) -> SessionConfig {

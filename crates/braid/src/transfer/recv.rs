@@ -22,10 +22,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{Endpoint, EndpointConfig, Event, PeerConfig, PeerId, MAX_DATAGRAM_LEN};
+use braid_core::session::{Endpoint, EndpointConfig, Event, PeerConfig, PeerId};
 use braid_core::stream::{Connection, ReadOutcome};
 use braid_core::time::Instant;
-use braid_io::PathSocket;
+use braid_io::{PathSocket, TransmitBatch};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tempfile::NamedTempFile;
@@ -36,7 +36,7 @@ use super::progress::Progress;
 use super::stall::StallWatch;
 use super::stdout::StdoutWriter;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
-use crate::daemon::event_loop::{Driver, SocketCore};
+use crate::daemon::event_loop::{send_datagrams, Driver, Outgoing, SocketCore};
 use crate::daemon::{os_seed, runtime, shutdown_signal};
 use crate::{write_stdout, Failure};
 
@@ -101,7 +101,7 @@ struct FileResult {
 
 struct Receiver {
     endpoint: Endpoint,
-    tx_buf: Box<[u8]>,
+    tx: TransmitBatch,
     peer: Option<PeerId>,
     out_dir: Option<PathBuf>,
     /// With `--stdout`.
@@ -172,12 +172,10 @@ async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Resu
     let socket = PathSocket::listen(args.listen)
         .map_err(|e| Failure::Usage(format!("--listen {}: {e}", args.listen)))?;
     // With port 0 the kernel picks one: say which.
-    if let Ok(addr) = socket.local_addr() {
-        eprintln!("braid: listening on {addr}");
-    }
+    eprintln!("braid: listening on {}", socket.local_addr());
     let receiver = Receiver {
         endpoint,
-        tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+        tx: TransmitBatch::new(super::MAX_STREAM_DATAGRAM),
         peer: None,
         out_dir: args.out.clone().filter(|_| !args.stdout),
         stdout: args.stdout.then(|| Rc::new(StdoutWriter::start())),
@@ -739,14 +737,15 @@ impl SocketCore for Receiver {
         self.handle_events(now);
         self.read_files(now);
         self.send_replies();
-        while let Some((_, t)) = self.endpoint.poll_transmit(now, &mut self.tx_buf) {
-            if sockets[0]
-                .try_send(t.remote, &self.tx_buf[..t.len], None)
-                .is_err()
-            {
-                self.udp_send_errors += 1;
-            }
-        }
+        let endpoint = &mut self.endpoint;
+        self.udp_send_errors += send_datagrams(&mut self.tx, sockets, |buf| {
+            let (_, t) = endpoint.poll_transmit(now, buf)?;
+            Some(Some(Outgoing {
+                socket: 0,
+                to: t.remote,
+                len: t.len,
+            }))
+        });
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -12,10 +12,10 @@ use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{self, Event, PathRole, Session, MAX_DATAGRAM_LEN};
+use braid_core::session::{self, Event, PathRole, Session};
 use braid_core::stream::ReadOutcome;
 use braid_core::time::Instant;
-use braid_io::{Binding, PathSocket};
+use braid_io::{Binding, PathSocket, TransmitBatch};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -25,7 +25,7 @@ use super::progress::Progress;
 use super::stall::StallWatch;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::config::ServerAddr;
-use crate::daemon::event_loop::{Driver, SocketCore};
+use crate::daemon::event_loop::{send_datagrams, Driver, Outgoing, SocketCore};
 use crate::daemon::{os_seed, runtime, shutdown_signal};
 use crate::{write_stdout, Failure};
 
@@ -132,7 +132,7 @@ struct Current {
 
 struct Sender {
     session: Session,
-    tx_buf: Box<[u8]>,
+    tx: TransmitBatch,
     sources: Vec<Source>,
     next_file: usize,
     current: Option<Current>,
@@ -380,7 +380,7 @@ async fn transfer(
         .sum();
     let sender = Sender {
         session,
-        tx_buf: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+        tx: TransmitBatch::new(super::MAX_STREAM_DATAGRAM),
         sources,
         next_file: 0,
         current: None,
@@ -740,14 +740,15 @@ impl SocketCore for Sender {
         self.handle_events(now);
         self.read_replies(now);
         self.pump();
-        while let Some(t) = self.session.poll_transmit(now, &mut self.tx_buf) {
-            let sent = sockets
-                .get(usize::from(t.path))
-                .map(|s| s.try_send(t.remote, &self.tx_buf[..t.len], None));
-            if !matches!(sent, Some(Ok(()))) {
-                self.udp_send_errors += 1;
-            }
-        }
+        let session = &mut self.session;
+        self.udp_send_errors += send_datagrams(&mut self.tx, sockets, |buf| {
+            let t = session.poll_transmit(now, buf)?;
+            Some(Some(Outgoing {
+                socket: usize::from(t.path),
+                to: t.remote,
+                len: t.len,
+            }))
+        });
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -1,0 +1,127 @@
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use super::*;
+use crate::path_socket::Binding;
+use crate::test_support::runtime;
+use crate::RecvBatch;
+
+/// Receives until `want` datagrams arrived (or 5 s passed).
+async fn receive(socket: &PathSocket, want: usize) -> Vec<Vec<u8>> {
+    let mut batch = RecvBatch::new();
+    let mut got = Vec::new();
+    while got.len() < want {
+        tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut batch))
+            .await
+            .expect("datagrams within 5 s")
+            .expect("recv");
+        got.extend(batch.datagrams().map(|d| d.bytes.to_vec()));
+    }
+    got
+}
+
+/// Datagram `i` of a test: `len` bytes, each naming `i`, so that a
+/// datagram cut, merged or swapped with another shows.
+fn datagram(i: usize, len: usize) -> Vec<u8> {
+    (0..len).map(|k| (i * 7 + k) as u8).collect()
+}
+
+fn push(
+    batch: &mut TransmitBatch,
+    sockets: &[PathSocket],
+    socket: usize,
+    to: SocketAddr,
+    bytes: &[u8],
+) {
+    batch.space()[..bytes.len()].copy_from_slice(bytes);
+    batch.push(sockets, socket, to, bytes.len()).unwrap();
+}
+
+/// A client socket and two listening sockets on loopback, the client
+/// ready to send.
+async fn loopback_pair() -> (Vec<PathSocket>, PathSocket, PathSocket) {
+    let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+    let a = PathSocket::listen(any).unwrap();
+    let b = PathSocket::listen(any).unwrap();
+    let client =
+        PathSocket::client(&Binding::Source(Ipv4Addr::LOCALHOST.into()), a.local_addr()).unwrap();
+    client.writable().await.unwrap();
+    (vec![client], a, b)
+}
+
+#[test]
+fn every_datagram_arrives_whole_and_in_order_whatever_the_runs() {
+    runtime().block_on(async {
+        let (sockets, a, b) = loopback_pair().await;
+        let (to_a, to_b) = (a.local_addr(), b.local_addr());
+        // Runs of equal sizes, a shorter one ending a run, a size above
+        // max_segment, a change of destination, and lone datagrams.
+        let sizes = [
+            1200, 1200, 1200, 1200, 700, 1200, 1200, 1400, 1400, 90, 90, 90, 1200, 60, 1200,
+        ];
+        let mut batch = TransmitBatch::new(1300);
+        let mut sent_a = Vec::new();
+        let mut sent_b = Vec::new();
+        for (i, &len) in sizes.iter().enumerate() {
+            let bytes = datagram(i, len);
+            let to = if (9..12).contains(&i) { to_b } else { to_a };
+            push(&mut batch, &sockets, 0, to, &bytes);
+            if to == to_b {
+                sent_b.push(bytes);
+            } else {
+                sent_a.push(bytes);
+            }
+        }
+        batch.flush(&sockets).unwrap();
+        assert_eq!(receive(&a, sent_a.len()).await, sent_a);
+        assert_eq!(receive(&b, sent_b.len()).await, sent_b);
+        let (sends, datagrams) = batch.counts();
+        assert_eq!(datagrams, sizes.len() as u64);
+        if sockets[0].max_gso_segments() > 1 {
+            // 1200 x4 + 700 | 1200 x2 | 1400 | 1400 | 90 x3 | 1200 + 60 | 1200
+            assert_eq!(sends, 7, "runs as described");
+        }
+    });
+}
+
+#[test]
+fn a_run_is_cut_at_the_socket_s_segment_limit_and_nothing_is_lost() {
+    runtime().block_on(async {
+        let (sockets, a, _b) = loopback_pair().await;
+        let to = a.local_addr();
+        let limit = sockets[0].max_gso_segments();
+        let count = 3 * limit.max(1) + 1;
+        let mut batch = TransmitBatch::new(1500);
+        let sent: Vec<_> = (0..count).map(|i| datagram(i, 100)).collect();
+        for bytes in &sent {
+            push(&mut batch, &sockets, 0, to, bytes);
+        }
+        batch.flush(&sockets).unwrap();
+        assert_eq!(receive(&a, count).await, sent);
+        let (sends, datagrams) = batch.counts();
+        assert_eq!(datagrams, count as u64);
+        assert_eq!(sends, count.div_ceil(limit) as u64);
+    });
+}
+
+#[test]
+fn a_datagram_for_a_missing_socket_or_too_long_fails_alone() {
+    runtime().block_on(async {
+        let (sockets, a, _b) = loopback_pair().await;
+        let to = a.local_addr();
+        let mut batch = TransmitBatch::new(1500);
+        push(&mut batch, &sockets, 0, to, &datagram(0, 500));
+        let failure = batch.push(&sockets, 3, to, 500).unwrap_err();
+        assert_eq!(failure.datagrams, 1);
+        let failure = batch
+            .push(&sockets, 0, to, MAX_ONE_DATAGRAM + 1)
+            .unwrap_err();
+        assert_eq!(failure.error.kind(), io::ErrorKind::InvalidInput);
+        push(&mut batch, &sockets, 0, to, &datagram(1, 500));
+        batch.flush(&sockets).unwrap();
+        assert_eq!(
+            receive(&a, 2).await,
+            vec![datagram(0, 500), datagram(1, 500)]
+        );
+    });
+}
