@@ -35,7 +35,7 @@ pub use interfaces::{
 pub use link_status::LinkStatus;
 pub use link_watch::LinkWatch;
 pub use path_socket::{Binding, PathSocket};
-pub use transmit_batch::{SendFailure, TransmitBatch, MAX_ONE_DATAGRAM};
+pub use transmit_batch::{SendFailure, TransmitBatch};
 pub use tun::{Tun, TunConfig};
 
 #[cfg(test)]

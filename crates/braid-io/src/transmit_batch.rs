@@ -24,7 +24,7 @@ use crate::path_socket::PathSocket;
 /// IPv6 and UDP headers and some room.
 const MAX_RUN_BYTES: usize = 65_000;
 /// Room after a run for the next datagram a core writes.
-pub const MAX_ONE_DATAGRAM: usize = 2048;
+const MAX_ONE_DATAGRAM: usize = 2048;
 
 /// Datagrams of one send that did not go out, and why.
 #[derive(Debug)]
@@ -112,10 +112,7 @@ impl TransmitBatch {
             ));
         }
         let Some(target) = sockets.get(socket) else {
-            return refused(io::Error::new(
-                io::ErrorKind::NotFound,
-                "no socket for this path",
-            ));
+            return refused(no_socket());
         };
         let run = &mut self.run;
         let joins = run.count > 0
@@ -164,7 +161,7 @@ impl TransmitBatch {
             return Err(SendFailure {
                 to: run.to,
                 datagrams: run.count,
-                error: io::Error::new(io::ErrorKind::NotFound, "no socket for this path"),
+                error: no_socket(),
             });
         };
         let contents = &self.buf[..run.len];
@@ -206,6 +203,10 @@ impl TransmitBatch {
             }
         }
     }
+}
+
+fn no_socket() -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, "no socket for this path")
 }
 
 #[cfg(test)]

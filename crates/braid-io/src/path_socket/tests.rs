@@ -2,25 +2,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use super::*;
-use crate::test_support::{have_root, runtime};
+use crate::test_support::{have_root, receive, runtime};
 
 const LOOP4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const LOOP6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
-
-/// Receives until `want` datagrams arrived (or 5 s passed) and returns
-/// them with their senders.
-async fn receive(socket: &PathSocket, want: usize) -> Vec<(SocketAddr, Vec<u8>)> {
-    let mut batch = RecvBatch::new();
-    let mut got = Vec::new();
-    while got.len() < want {
-        tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut batch))
-            .await
-            .expect("datagrams within 5 s")
-            .expect("recv");
-        got.extend(batch.datagrams().map(|d| (d.from, d.bytes.to_vec())));
-    }
-    got
-}
 
 async fn round_trip(ip: IpAddr) {
     let server = PathSocket::listen(SocketAddr::new(ip, 0)).unwrap();

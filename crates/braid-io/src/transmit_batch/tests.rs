@@ -1,23 +1,16 @@
 use std::net::{Ipv4Addr, SocketAddr};
-use std::time::Duration;
 
 use super::*;
 use crate::path_socket::Binding;
-use crate::test_support::runtime;
-use crate::RecvBatch;
+use crate::test_support::{receive, runtime};
 
-/// Receives until `want` datagrams arrived (or 5 s passed).
-async fn receive(socket: &PathSocket, want: usize) -> Vec<Vec<u8>> {
-    let mut batch = RecvBatch::new();
-    let mut got = Vec::new();
-    while got.len() < want {
-        tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut batch))
-            .await
-            .expect("datagrams within 5 s")
-            .expect("recv");
-        got.extend(batch.datagrams().map(|d| d.bytes.to_vec()));
-    }
-    got
+/// The bytes of the first `want` datagrams to arrive at `socket`.
+async fn receive_bytes(socket: &PathSocket, want: usize) -> Vec<Vec<u8>> {
+    receive(socket, want)
+        .await
+        .into_iter()
+        .map(|(_, bytes)| bytes)
+        .collect()
 }
 
 /// Datagram `i` of a test: `len` bytes, each naming `i`, so that a
@@ -73,8 +66,8 @@ fn every_datagram_arrives_whole_and_in_order_whatever_the_runs() {
             }
         }
         batch.flush(&sockets).unwrap();
-        assert_eq!(receive(&a, sent_a.len()).await, sent_a);
-        assert_eq!(receive(&b, sent_b.len()).await, sent_b);
+        assert_eq!(receive_bytes(&a, sent_a.len()).await, sent_a);
+        assert_eq!(receive_bytes(&b, sent_b.len()).await, sent_b);
         let (sends, datagrams) = batch.counts();
         assert_eq!(datagrams, sizes.len() as u64);
         if sockets[0].max_gso_segments() > 1 {
@@ -97,7 +90,7 @@ fn a_run_is_cut_at_the_socket_s_segment_limit_and_nothing_is_lost() {
             push(&mut batch, &sockets, 0, to, bytes);
         }
         batch.flush(&sockets).unwrap();
-        assert_eq!(receive(&a, count).await, sent);
+        assert_eq!(receive_bytes(&a, count).await, sent);
         let (sends, datagrams) = batch.counts();
         assert_eq!(datagrams, count as u64);
         assert_eq!(sends, count.div_ceil(limit) as u64);
@@ -120,7 +113,7 @@ fn a_datagram_for_a_missing_socket_or_too_long_fails_alone() {
         push(&mut batch, &sockets, 0, to, &datagram(1, 500));
         batch.flush(&sockets).unwrap();
         assert_eq!(
-            receive(&a, 2).await,
+            receive_bytes(&a, 2).await,
             vec![datagram(0, 500), datagram(1, 500)]
         );
     });

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{self, Event, PathDownReason, PathRole, Session, SESSION_OVERHEAD};
+use braid_core::session::{self, Event, PathDownReason, PathRole, Session};
 use braid_core::time::Instant;
 use braid_io::{
     interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, TransmitBatch, Tun,
@@ -239,7 +239,7 @@ async fn serve(
         path_names,
         caps,
         links,
-        tx: TransmitBatch::new(usize::from(mtu) + SESSION_OVERHEAD),
+        tx: super::transmit_batch(mtu),
     };
     event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
         if let Some(name) = server_name {

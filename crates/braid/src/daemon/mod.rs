@@ -54,6 +54,13 @@ pub(crate) fn session_config(mtu: u16, resend_losses: bool) -> SessionConfig {
     }
 }
 
+/// A daemon's send batch: a full data packet of a tunnel of `mtu` fits its
+/// paths (the MTU was chosen so), so datagrams up to that size go into GSO
+/// runs; larger ones (feedback bundled in) leave alone.
+pub(crate) fn transmit_batch(mtu: u16) -> braid_io::TransmitBatch {
+    braid_io::TransmitBatch::new(usize::from(mtu) + braid_core::session::SESSION_OVERHEAD)
+}
+
 /// 32 bytes from the operating system for the core's RNG seed.
 pub(crate) fn os_seed() -> [u8; 32] {
     use rand::RngCore;

@@ -7,9 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{
-    self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId, SESSION_OVERHEAD,
-};
+use braid_core::session::{self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId};
 use braid_core::time::Instant;
 use braid_io::{PathSocket, TransmitBatch, Tun};
 use ipnet::IpNet;
@@ -128,7 +126,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
         endpoint,
         peers,
         counters: Counters::default(),
-        tx: TransmitBatch::new(usize::from(mtu) + SESSION_OVERHEAD),
+        tx: super::transmit_batch(mtu),
     };
     event_loop::run(server, sockets, tun, control, metrics).await
 }
