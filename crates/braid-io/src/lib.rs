@@ -9,7 +9,9 @@
 //!   receive call brought in.
 //! - [`TransmitBatch`]: datagrams on their way out, consecutive ones for
 //!   one destination coalesced into one GSO send.
-//! - [`Tun`]: the TUN device, with one clear line when it cannot be made.
+//! - [`Tun`]: the TUN device, with one clear line when it cannot be made;
+//!   [`TunReadBatch`] and [`TunWriteBatch`]: its packets in and out, cut
+//!   from and merged into 64-KB segments where the device has offload.
 //! - [`usable_interfaces`]: the interfaces a path could use;
 //!   [`interface_mtu`]: their MTUs.
 //! - [`InterfaceList`], [`LinkStatus`], [`LinkWatch`]: the interfaces and
@@ -36,7 +38,7 @@ pub use link_status::LinkStatus;
 pub use link_watch::LinkWatch;
 pub use path_socket::{Binding, PathSocket};
 pub use transmit_batch::{SendFailure, TransmitBatch};
-pub use tun::{Tun, TunConfig};
+pub use tun::{Tun, TunConfig, TunReadBatch, TunWriteBatch, TunWriteFailure};
 
 #[cfg(test)]
 mod test_support;

@@ -1,14 +1,24 @@
 //! The TUN device: IP packets in and out of the kernel's stack.
 //!
-//! Made with `tun-rs`, which on Linux also offers multi-queue and the
-//! virtio-net offload (GSO/GRO on the device); braid reads one packet per
-//! call for now and keeps the door open for `recv_multiple`.
+//! Made with `tun-rs`. With offload on (the default), the device takes
+//! the virtio-net header (`IFF_VNET_HDR`) and TSO/USO: a local TCP sender
+//! hands the device segments of up to 64 KB, which one read brings in and
+//! tun-rs cuts into MTU-sized packets ([`TunReadBatch`]); packets on their
+//! way in are merged into such segments where they continue one another
+//! ([`TunWriteBatch`]), so that the kernel's TCP receives one large segment
+//! instead of dozens. Per packet, what is left is a copy.
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use crate::error::TunError;
+
+mod read_batch;
+mod write_batch;
+
+pub use read_batch::TunReadBatch;
+pub use write_batch::{TunWriteBatch, TunWriteFailure};
 
 /// The character device every TUN device is opened through.
 const TUN_CLONE_DEVICE: &str = "/dev/net/tun";
@@ -22,11 +32,15 @@ pub struct TunConfig {
     pub ipv4: Option<(Ipv4Addr, u8)>,
     /// The tunnel's IPv6 address and prefix length.
     pub ipv6: Option<(Ipv6Addr, u8)>,
+    /// Ask for TSO/GRO on the device (the virtio-net header). A kernel
+    /// that refuses gets a device without it.
+    pub offload: bool,
 }
 
 pub struct Tun {
     device: tun_rs::AsyncDevice,
     name: String,
+    mtu: u16,
 }
 
 impl Tun {
@@ -39,12 +53,28 @@ impl Tun {
         if !Path::new(TUN_CLONE_DEVICE).exists() {
             return Err(TunError::NoTunDevice);
         }
-        let device = tun_rs::DeviceBuilder::new()
-            .name(&config.name)
-            .mtu(config.mtu)
-            .enable(true)
-            .build_async()
-            .map_err(|e| classify(&config.name, e))?;
+        let build = |offload: bool| {
+            tun_rs::DeviceBuilder::new()
+                .name(&config.name)
+                .mtu(config.mtu)
+                .offload(offload)
+                .enable(true)
+                .build_async()
+        };
+        let device = match build(config.offload) {
+            Ok(device) => device,
+            // Whatever the failure was, a device without offload either
+            // works or fails with the error that matters.
+            Err(e) if config.offload => {
+                let device = build(false).map_err(|e| classify(&config.name, e))?;
+                tracing::warn!(
+                    "TUN device {}: no offload ({e}); every packet is one read and one write",
+                    config.name
+                );
+                device
+            }
+            Err(e) => return Err(classify(&config.name, e)),
+        };
         // Addresses after the device exists, so that a failure here (IPv6
         // disabled, say) is not mistaken for a missing permission.
         let address_error = |addr: String, source: io::Error| TunError::Address {
@@ -66,6 +96,7 @@ impl Tun {
         Ok(Tun {
             device,
             name: config.name.clone(),
+            mtu: config.mtu,
         })
     }
 
@@ -73,25 +104,36 @@ impl Tun {
         &self.name
     }
 
-    /// Reads one IP packet into `buf`; returns its length.
-    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.device.recv(buf).await
+    /// The MTU the device was made with.
+    pub fn mtu(&self) -> u16 {
+        self.mtu
     }
 
-    /// Reads one IP packet if one is waiting, else fails with `WouldBlock`.
-    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.device.try_recv(buf)
+    /// Whether the device has TSO/GRO (the virtio-net header).
+    pub fn offload(&self) -> bool {
+        self.device.tcp_gso()
     }
 
-    /// Writes one IP packet if the device takes it now, else fails with
-    /// `WouldBlock` (the caller drops it: a full TUN queue is congestion).
-    pub fn try_send(&self, packet: &[u8]) -> io::Result<()> {
-        self.device.try_send(packet).map(drop)
+    /// Waits for the device's next read and brings it into `batch`: one IP
+    /// packet, or with offload up to a 64-KB segment's worth. Returns how
+    /// many packets it holds.
+    pub async fn recv_batch(&self, batch: &mut TunReadBatch) -> io::Result<usize> {
+        batch.count = 0;
+        let count = self
+            .device
+            .recv_multiple(&mut batch.raw, &mut batch.bufs, &mut batch.sizes, 0)
+            .await?;
+        Ok(batch.filled(count))
     }
 
-    /// Writes one IP packet.
-    pub async fn send(&self, packet: &[u8]) -> io::Result<()> {
-        self.device.send(packet).await.map(drop)
+    /// [`recv_batch`](Self::recv_batch) if a read is waiting, else fails
+    /// with `WouldBlock`.
+    pub fn try_recv_batch(&self, batch: &mut TunReadBatch) -> io::Result<usize> {
+        batch.count = 0;
+        let count =
+            self.device
+                .try_recv_multiple(&mut batch.raw, &mut batch.bufs, &mut batch.sizes, 0)?;
+        Ok(batch.filled(count))
     }
 }
 

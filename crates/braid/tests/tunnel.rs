@@ -27,6 +27,8 @@ use braid_lab::root_guard::have_root_or_skip as have_root;
 struct Extra<'a> {
     server: &'a str,
     client: &'a str,
+    /// Lines added to the client's `[tunnel]`.
+    client_tunnel: &'a str,
     paths: &'a [&'a str],
     /// The client's whole `[[path]]` of lab path `i` (from 1), instead of
     /// the default one bound to the lab's source address plus `paths`.
@@ -105,7 +107,8 @@ impl Tunnel {
             "client",
             &client_key,
             &format!(
-                "name = \"braid0\"\nipv4 = \"{CLIENT_TUN}/24\"\nipv6 = \"{CLIENT_TUN6}/64\"\n"
+                "name = \"braid0\"\nipv4 = \"{CLIENT_TUN}/24\"\nipv6 = \"{CLIENT_TUN6}/64\"\n{}",
+                extra.client_tunnel
             ),
             extra,
         );
@@ -402,18 +405,24 @@ fn two_paths_carry_ping_and_tcp() {
 
 /// On plain veth paths, which take GSO packets whole, a bulk upload leaves
 /// the client in GSO runs: fewer send calls than datagrams, none failed.
+/// With TUN offload on both ends (the default), the client reads the inner
+/// TCP in segments of several packets, and the server writes them merged:
+/// the server's device (the kernel's own counter) takes fewer writes than
+/// the packets in them.
 #[test]
-fn a_bulk_upload_on_direct_paths_leaves_in_gso_runs() {
+fn a_bulk_upload_on_direct_paths_moves_in_gso_runs_and_tun_segments() {
     if !have_root() {
         return;
     }
     let tunnel = Tunnel::up("tun-gso", &["direct", "direct"], true);
     tunnel.wait_until_all_paths_up();
+    let writes_before = tun_device_rx_packets(&tunnel, "server");
     let bps = iperf(&tunnel, 2);
     assert!(bps > 1e6, "TCP through the tunnel: {bps} bit/s");
     let daemon = tunnel.status("client")["daemon"].clone();
-    let calls = daemon["udp_send_calls"].as_u64().unwrap();
-    let datagrams = daemon["udp_datagrams_sent"].as_u64().unwrap();
+    let count = |d: &Value, field: &str| d[field].as_u64().unwrap();
+    let calls = count(&daemon, "udp_send_calls");
+    let datagrams = count(&daemon, "udp_datagrams_sent");
     assert_eq!(daemon["udp_send_errors"], 0, "{daemon}");
     // At least 2 s of TCP at more than 1 Mbit/s in datagrams of at most
     // 1.5 kB.
@@ -422,6 +431,58 @@ fn a_bulk_upload_on_direct_paths_leaves_in_gso_runs() {
         calls * 2 < datagrams,
         "datagrams leave in runs of more than two on average: {daemon}"
     );
+    assert_eq!(daemon["tun_offload"], true, "{daemon}");
+    assert!(
+        count(&daemon, "tun_rx_reads") * 2 < count(&daemon, "tun_rx_packets"),
+        "one TUN read brings more than two packets on average: {daemon}"
+    );
+    let server = tunnel.status("server")["daemon"].clone();
+    assert_eq!(server["tun_tx_write_errors"], 0, "{server}");
+    let writes = tun_device_rx_packets(&tunnel, "server") - writes_before;
+    let packets = count(&server, "tun_tx_packets");
+    assert!(packets > 160, "{server}");
+    assert!(
+        writes * 2 < packets,
+        "the server's {packets} inner packets went in {writes} TUN writes"
+    );
+}
+
+/// What the kernel counts as received on `side`'s TUN device `braid0`:
+/// one per write braid made to it.
+fn tun_device_rx_packets(tunnel: &Tunnel, side: &str) -> u64 {
+    let out = tunnel.exec(side, &["ip", "-j", "-s", "link", "show", "dev", "braid0"]);
+    let links: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "ip -j -s link: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    links[0]["stats64"]["rx"]["packets"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no rx packets in {links}"))
+}
+
+/// `offload = false` gives a device without the virtio-net header: one
+/// packet per read and per write, and TCP still crosses in both
+/// directions against a server that has offload.
+#[test]
+fn a_client_without_tun_offload_carries_tcp() {
+    if !have_root() {
+        return;
+    }
+    let extra = Extra {
+        client_tunnel: "offload = false\n",
+        ..Extra::default()
+    };
+    let tunnel = Tunnel::up_with("tun-nooff", &["direct", "direct"], true, &extra);
+    tunnel.wait_until_all_paths_up();
+    let bps = iperf(&tunnel, 2);
+    assert!(bps > 1e6, "TCP through the tunnel: {bps} bit/s");
+    let client = tunnel.status("client")["daemon"].clone();
+    assert_eq!(client["tun_offload"], false, "{client}");
+    assert_eq!(client["tun_rx_reads"], client["tun_rx_packets"], "{client}");
+    let server = tunnel.status("server")["daemon"].clone();
+    assert_eq!(server["tun_offload"], true, "{server}");
 }
 
 #[test]

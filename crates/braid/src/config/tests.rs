@@ -113,10 +113,28 @@ fn resending_losses_can_be_switched_off_and_a_bad_value_is_named() {
 }
 
 #[test]
+fn tun_offload_can_be_switched_off_and_a_bad_value_is_named() {
+    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\noffload = false\n");
+    let c: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
+    assert!(!c.tunnel.get_ref().offload);
+    let text = SERVER.replace("[tunnel]\n", "[tunnel]\noffload = false\n");
+    let s: ServerConfig = parse(Path::new("s.toml"), &text).unwrap();
+    assert!(!s.tunnel.get_ref().offload);
+    let s: ServerConfig = parse(Path::new("s.toml"), SERVER).unwrap();
+    assert!(s.tunnel.get_ref().offload);
+
+    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\noffload = 1\n");
+    let err = client_err(&text);
+    assert!(err.starts_with("c.toml:6: "), "{err}");
+    assert!(err.contains("offload"), "{err}");
+}
+
+#[test]
 fn a_minimal_client_gets_defaults() {
     let c: ClientConfig = parse(Path::new("c.toml"), CLIENT).unwrap();
     assert_eq!(c.tunnel.get_ref().name.get_ref(), "braid0");
     assert!(c.tunnel.get_ref().resend_losses);
+    assert!(c.tunnel.get_ref().offload);
     assert_eq!(c.paths[0].get_ref().role, Role::Primary);
     assert_eq!(c.routing.table, client::DEFAULT_TABLE);
     assert!(!c.routing.route_all());

@@ -1,6 +1,6 @@
 //! `[tunnel]`, the same in both configs: the TUN device's name, its
-//! addresses inside the tunnel, its MTU, and whether lost datagrams are
-//! re-sent.
+//! addresses inside the tunnel, its MTU, its offload, and whether lost
+//! datagrams are re-sent.
 
 use std::net::IpAddr;
 
@@ -30,11 +30,18 @@ pub struct TunnelConfig {
     /// datagram its acknowledgements show a path lost, while it can still
     /// arrive within the queue delay limit. On by default: a tunnel carries
     /// TCP, and a lossy path's losses otherwise reach every inner flow.
-    #[serde(default = "default_resend_losses")]
+    #[serde(default = "default_true")]
     pub resend_losses: bool,
+    /// TSO/GRO on the TUN device: inner TCP leaves the kernel in segments
+    /// of up to 64 KB, which braid cuts into packets, and arrives in
+    /// packets merged into such segments. On by default (fewer system
+    /// calls and a kernel TCP that handles segments, not packets); off for
+    /// a kernel or a setup that misbehaves with it.
+    #[serde(default = "default_true")]
+    pub offload: bool,
 }
 
-fn default_resend_losses() -> bool {
+fn default_true() -> bool {
     true
 }
 

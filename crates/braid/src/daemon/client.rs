@@ -9,14 +9,14 @@ use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathDownReason, PathRole, Session};
 use braid_core::time::Instant;
 use braid_io::{
-    interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, TransmitBatch, Tun,
+    interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, TransmitBatch,
 };
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::control::ControlSocket;
 use super::data_cap::{DataCaps, PathSetup};
-use super::event_loop::{self, Core, Outgoing};
+use super::event_loop::{self, Core, Outgoing, TunWriter};
 use super::inner_addr;
 use super::links::{self, PathLinks};
 use super::routing;
@@ -39,8 +39,6 @@ pub struct ClientArgs {
 #[derive(Debug, Default)]
 struct Counters {
     tun_rx_packets: u64,
-    tun_tx_packets: u64,
-    tun_tx_dropped: u64,
     tun_rx_refused: u64,
     /// Link-local packets (IPv6 router solicitations, MLD) kept off the
     /// tunnel.
@@ -292,7 +290,7 @@ impl Core for Client {
 
     /// Everything the session has to say: datagrams to the paths, inner
     /// packets to the TUN device, events to the log.
-    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &mut TunWriter) {
         let (session, links, counters) = (&mut self.session, &self.links, &mut self.counters);
         let failed = event_loop::send_datagrams(&mut self.tx, sockets, |buf| {
             let t = session.poll_transmit(now, buf)?;
@@ -308,10 +306,7 @@ impl Core for Client {
         });
         self.counters.udp_send_errors += failed;
         while let Some(d) = self.session.poll_deliver() {
-            match tun.try_send(&d.payload) {
-                Ok(()) => self.counters.tun_tx_packets += 1,
-                Err(_) => self.counters.tun_tx_dropped += 1,
-            }
+            tun.write(&d.payload);
         }
         while let Some(event) = self.session.poll_event() {
             self.log(event);
@@ -356,8 +351,6 @@ impl Core for Client {
                 "tun_rx_packets": c.tun_rx_packets,
                 "tun_rx_refused": c.tun_rx_refused,
                 "tun_rx_link_local": c.tun_rx_link_local,
-                "tun_tx_packets": c.tun_tx_packets,
-                "tun_tx_dropped": c.tun_tx_dropped,
                 "udp_send_errors": c.udp_send_errors,
                 "udp_datagrams_sent": self.tx.counts().1,
                 "udp_send_calls": self.tx.counts().0,

@@ -11,7 +11,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use braid_core::time::Instant;
-use braid_io::{PathSocket, RecvBatch, SendFailure, TransmitBatch, Tun};
+use braid_io::{
+    PathSocket, RecvBatch, SendFailure, TransmitBatch, Tun, TunReadBatch, TunWriteBatch,
+};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
@@ -21,9 +23,9 @@ use crate::Failure;
 
 /// Inner packets read from the TUN device before the core's output is
 /// flushed: a batch amortizes the flush without delaying a lone packet.
+/// Reads go on while fewer have come in (one read may bring a 64-KB
+/// segment's worth).
 const TUN_BATCH: usize = 64;
-/// Largest packet a TUN read returns.
-const TUN_BUFFER_BYTES: usize = u16::MAX as usize;
 
 /// What the socket and timer tasks of a [`Driver`] drive.
 pub trait SocketCore {
@@ -44,7 +46,7 @@ pub trait Core {
     fn offer(&mut self, now: Instant, packet: &[u8]);
     /// Everything the core has to say: datagrams to the sockets, inner
     /// packets to the TUN device, events to the log.
-    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun);
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &mut TunWriter);
     fn poll_timeout(&self) -> Option<Instant>;
     fn handle_timeout(&mut self, now: Instant);
     /// The `braid status --json` document (and the metrics' source).
@@ -86,10 +88,57 @@ pub fn send_datagrams(
     failed
 }
 
+/// Inner packets on their way to the TUN device: a core hands each to
+/// [`write`](Self::write); they go in one batch when the core is done.
+pub struct TunWriter {
+    tun: Rc<Tun>,
+    batch: TunWriteBatch,
+    packets: u64,
+    /// Batch writes of which at least one packet did not go in.
+    write_errors: u64,
+}
+
+impl TunWriter {
+    pub fn write(&mut self, packet: &[u8]) {
+        let written = self.batch.push(&self.tun, packet);
+        self.count(written.map(drop));
+        self.packets += 1;
+    }
+
+    fn finish(&mut self) {
+        let written = self.batch.flush(&self.tun);
+        self.count(written.map(drop));
+    }
+
+    fn count(&mut self, written: Result<(), braid_io::TunWriteFailure>) {
+        if let Err(f) = written {
+            debug!(packets = f.packets, "TUN write failed: {}", f.error);
+            self.write_errors += 1;
+        }
+    }
+}
+
 /// A daemon's core with its TUN device, as a [`SocketCore`].
 struct WithTun<C> {
     core: C,
-    tun: Rc<Tun>,
+    tun: TunWriter,
+    /// TUN reads: with offload, fewer than the packets they brought.
+    tun_reads: u64,
+}
+
+impl<C: Core> WithTun<C> {
+    /// The core's status, with what the TUN device saw added under
+    /// `daemon`.
+    fn status(&self, now: Instant) -> serde_json::Value {
+        let mut doc = self.core.status(now);
+        if let Some(daemon) = doc["daemon"].as_object_mut() {
+            daemon.insert("tun_offload".into(), self.tun.tun.offload().into());
+            daemon.insert("tun_rx_reads".into(), self.tun_reads.into());
+            daemon.insert("tun_tx_packets".into(), self.tun.packets.into());
+            daemon.insert("tun_tx_write_errors".into(), self.tun.write_errors.into());
+        }
+        doc
+    }
 }
 
 impl<C: Core> SocketCore for WithTun<C> {
@@ -97,7 +146,8 @@ impl<C: Core> SocketCore for WithTun<C> {
         self.core.handle_datagram(now, socket, from, bytes);
     }
     fn flush(&mut self, now: Instant, sockets: &[PathSocket]) {
-        self.core.flush(now, sockets, &self.tun);
+        self.core.flush(now, sockets, &mut self.tun);
+        self.tun.finish();
     }
     fn poll_timeout(&self) -> Option<Instant> {
         self.core.poll_timeout()
@@ -238,7 +288,13 @@ pub async fn run_with<C: Core + 'static>(
     let driver = Rc::new(Driver::start(
         WithTun {
             core,
-            tun: tun.clone(),
+            tun: TunWriter {
+                tun: tun.clone(),
+                batch: TunWriteBatch::new(),
+                packets: 0,
+                write_errors: 0,
+            },
+            tun_reads: 0,
         },
         sockets,
     ));
@@ -246,22 +302,23 @@ pub async fn run_with<C: Core + 'static>(
     {
         let driver = driver.clone();
         tokio::task::spawn_local(async move {
-            let mut buf = vec![0u8; TUN_BUFFER_BYTES];
+            let mut batch = TunReadBatch::new(tun.mtu());
             loop {
-                let n = match tun.recv(&mut buf).await {
-                    Ok(n) => n,
-                    Err(e) => {
-                        warn!("TUN read: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
+                if let Err(e) = tun.recv_batch(&mut batch).await {
+                    warn!("TUN read: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
                 driver.input(|c, now| {
-                    c.core.offer(now, &buf[..n]);
-                    for _ in 1..TUN_BATCH {
-                        match c.tun.try_recv(&mut buf) {
-                            Ok(n) => c.core.offer(now, &buf[..n]),
-                            Err(_) => break,
+                    let mut offered = 0;
+                    loop {
+                        c.tun_reads += 1;
+                        for packet in batch.packets() {
+                            c.core.offer(now, packet);
+                            offered += 1;
+                        }
+                        if offered >= TUN_BATCH || tun.try_recv_batch(&mut batch).is_err() {
+                            break;
                         }
                     }
                 });
@@ -270,7 +327,7 @@ pub async fn run_with<C: Core + 'static>(
     }
     let status: Rc<dyn Fn() -> serde_json::Value> = {
         let driver = driver.clone();
-        Rc::new(move || driver.inspect(|c, now| c.core.status(now)))
+        Rc::new(move || driver.inspect(|c, now| c.status(now)))
     };
     if let Some(listener) = metrics {
         tokio::task::spawn_local(super::metrics::serve(listener, status.clone()));

@@ -133,6 +133,7 @@ fn create_tun(tunnel: &TunnelConfig, mtu: u16) -> Result<Tun, Failure> {
             IpNet::V6(n) => Some((n.addr(), n.prefix_len())),
             IpNet::V4(_) => None,
         }),
+        offload: tunnel.offload,
     };
     let tun = Tun::create(&config).map_err(|e| match e {
         TunError::NameTaken(_) => Failure::Usage(format!("[tunnel] name: {e}")),

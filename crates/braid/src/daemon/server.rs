@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId};
 use braid_core::time::Instant;
-use braid_io::{PathSocket, TransmitBatch, Tun};
+use braid_io::{PathSocket, TransmitBatch};
 use ipnet::IpNet;
 use serde_json::json;
 use tracing::{debug, info};
 
 use super::control::ControlSocket;
-use super::event_loop::{self, Core, Outgoing};
+use super::event_loop::{self, Core, Outgoing, TunWriter};
 use super::inner_addr::{addresses, flow_id};
 use super::nat;
 use super::{configured_mtu, create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
@@ -38,8 +38,6 @@ struct Counters {
     tun_rx_packets: u64,
     tun_rx_no_peer: u64,
     tun_rx_refused: u64,
-    tun_tx_packets: u64,
-    tun_tx_dropped: u64,
     /// Inner packets from a client with a source outside its allowed
     /// addresses (or unreadable): dropped.
     inner_source_refused: u64,
@@ -197,7 +195,7 @@ impl Core for Server {
         }
     }
 
-    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &Tun) {
+    fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &mut TunWriter) {
         let (endpoint, counters) = (&mut self.endpoint, &mut self.counters);
         let failed = event_loop::send_datagrams(&mut self.tx, sockets, |buf| {
             let (_, t) = endpoint.poll_transmit(now, buf)?;
@@ -224,10 +222,7 @@ impl Core for Server {
                 self.counters.inner_source_refused += 1;
                 continue;
             }
-            match tun.try_send(&d.payload) {
-                Ok(()) => self.counters.tun_tx_packets += 1,
-                Err(_) => self.counters.tun_tx_dropped += 1,
-            }
+            tun.write(&d.payload);
         }
         while let Some((peer, event)) = self.endpoint.poll_event() {
             self.log(peer, event);
@@ -277,8 +272,6 @@ impl Core for Server {
                 "tun_rx_packets": c.tun_rx_packets,
                 "tun_rx_no_peer": c.tun_rx_no_peer,
                 "tun_rx_refused": c.tun_rx_refused,
-                "tun_tx_packets": c.tun_tx_packets,
-                "tun_tx_dropped": c.tun_tx_dropped,
                 "inner_source_refused": c.inner_source_refused,
                 "udp_send_errors": c.udp_send_errors,
                 "udp_datagrams_sent": self.tx.counts().1,
