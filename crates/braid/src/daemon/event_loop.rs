@@ -100,6 +100,9 @@ pub struct TunWriter {
 
 impl TunWriter {
     pub fn write(&mut self, packet: &[u8]) {
+        if packet.is_empty() {
+            return;
+        }
         let written = self.batch.push(&self.tun, packet);
         self.count(written.map(drop));
         self.packets += 1;

@@ -382,6 +382,15 @@ pub fn render(doc: &Value) -> String {
         _ => {}
     }
     for (key, value) in doc["daemon"].as_object().into_iter().flatten() {
+        // A switch (TUN offload) is a 0/1 gauge; the rest are counters.
+        if let Some(on) = value.as_bool() {
+            let family = b.gauge(
+                &format!("braid_daemon_{key}"),
+                "Daemon setting, 1 when on (braid status: daemon)",
+            );
+            set(&family, &Labels::new(), Some(f64::from(u8::from(on))));
+            continue;
+        }
         let family = b.counter(
             &format!("braid_daemon_{key}"),
             "Daemon counter (braid status: daemon)",

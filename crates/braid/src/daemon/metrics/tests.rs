@@ -90,7 +90,7 @@ fn a_client_document_renders_every_path_and_session_figure() {
     let doc = json!({
         "role": "client",
         "session": s,
-        "daemon": {"tun_rx_packets": 11, "udp_send_errors": 0},
+        "daemon": {"tun_rx_packets": 11, "udp_send_errors": 0, "tun_offload": true},
     });
     let text = render(&doc);
     let expect = [
@@ -134,6 +134,7 @@ fn a_client_document_renders_every_path_and_session_figure() {
         "braid_session_drops_total{reason=\"replayed\"} 1",
         "braid_daemon_tun_rx_packets_total{} 11",
         "braid_daemon_udp_send_errors_total{} 0",
+        "braid_daemon_tun_offload{} 1",
     ];
     for line in expect {
         assert!(has(&text, line), "missing {line:?} in\n{text}");
