@@ -84,7 +84,7 @@ pub fn send_datagrams(
             count(tx.push(sockets, o.socket, o.to, o.len));
         }
     }
-    count(tx.flush(sockets));
+    tx.flush(sockets, |f| count(Err(f)));
     failed
 }
 
