@@ -206,16 +206,19 @@ impl TransmitBatch {
     /// Copies the `len` bytes at `at` in run `from`'s buffer to `to_at` in
     /// run `to`'s (the same run: moves them within it).
     fn move_datagram(&mut self, from: usize, at: usize, len: usize, to: usize, to_at: usize) {
-        if from == to {
-            self.runs[from].buf.copy_within(at..at + len, to_at);
-            return;
-        }
-        let (source, target) = if from < to {
-            let (low, high) = self.runs.split_at_mut(to);
-            (&low[from], &mut high[0])
-        } else {
-            let (low, high) = self.runs.split_at_mut(from);
-            (&high[0], &mut low[to])
+        let (source, target) = match from.cmp(&to) {
+            std::cmp::Ordering::Equal => {
+                self.runs[from].buf.copy_within(at..at + len, to_at);
+                return;
+            }
+            std::cmp::Ordering::Less => {
+                let (low, high) = self.runs.split_at_mut(to);
+                (&low[from], &mut high[0])
+            }
+            std::cmp::Ordering::Greater => {
+                let (low, high) = self.runs.split_at_mut(from);
+                (&high[0], &mut low[to])
+            }
         };
         target.buf[to_at..to_at + len].copy_from_slice(&source.buf[at..at + len]);
     }

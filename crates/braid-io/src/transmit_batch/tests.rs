@@ -109,6 +109,17 @@ fn interleaved_destinations_keep_a_run_each() {
         if sockets[0].max_gso_segments() >= 10 {
             assert_eq!(batch.counts(), (2, 20), "one send per destination");
         }
+        // A flushed run leaves nothing behind: smaller datagrams to the
+        // same destination make a run of their own.
+        let smaller: Vec<_> = (0..5).map(|i| datagram(100 + i, 500)).collect();
+        for bytes in &smaller {
+            push(&mut batch, &sockets, 0, to_a, bytes);
+        }
+        flush(&mut batch, &sockets);
+        assert_eq!(receive_bytes(&a, smaller.len()).await, smaller);
+        if sockets[0].max_gso_segments() >= 10 {
+            assert_eq!(batch.counts(), (3, 25), "the smaller ones in one send");
+        }
 
         let any = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let many: Vec<PathSocket> = (0..MAX_OPEN_RUNS + 3)
@@ -122,6 +133,7 @@ fn interleaved_destinations_keep_a_run_each() {
                 sent[k].push(bytes);
             }
         }
+        assert_eq!(batch.runs.len(), MAX_OPEN_RUNS, "runs kept open at most");
         flush(&mut batch, &sockets);
         for (listener, sent) in many.iter().zip(&sent) {
             assert_eq!(&receive_bytes(listener, sent.len()).await, sent);
@@ -149,6 +161,53 @@ fn a_run_is_cut_at_the_socket_s_segment_limit_and_nothing_is_lost() {
     });
 }
 
+/// A run stops short of 65,000 bytes whatever the socket's segment limit:
+/// 100 datagrams of 1,400 bytes leave in runs of 46 (64,400 bytes).
+#[test]
+fn a_run_is_cut_before_65_000_bytes() {
+    runtime().block_on(async {
+        let (sockets, a, _b) = loopback_pair().await;
+        if sockets[0].max_gso_segments() < 47 {
+            return;
+        }
+        let mut batch = TransmitBatch::new(1500);
+        let sent: Vec<_> = (0..100).map(|i| datagram(i, 1400)).collect();
+        for bytes in &sent {
+            push(&mut batch, &sockets, 0, a.local_addr(), bytes);
+        }
+        flush(&mut batch, &sockets);
+        assert_eq!(receive_bytes(&a, sent.len()).await, sent);
+        assert_eq!(batch.counts(), (3, 100), "46 + 46 + 8");
+    });
+}
+
+/// A GSO send that fails for a reason other than a full buffer is tried
+/// again datagram by datagram; each that fails again is counted.
+#[test]
+fn a_failed_run_is_retried_one_by_one() {
+    runtime().block_on(async {
+        let (sockets, _a, _b) = loopback_pair().await;
+        // An IPv4 socket cannot send to an IPv6 address: every send fails.
+        let nowhere = SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 9));
+        let mut batch = TransmitBatch::new(1500);
+        for i in 0..3 {
+            batch.space()[..600].copy_from_slice(&datagram(i, 600));
+            batch.push(&sockets, 0, nowhere, 600).unwrap();
+        }
+        let mut failures = Vec::new();
+        batch.flush(&sockets, |f| failures.push(f));
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].datagrams, 3);
+        assert_ne!(failures[0].error.kind(), io::ErrorKind::WouldBlock);
+        let expected_sends = if sockets[0].max_gso_segments() > 1 {
+            4
+        } else {
+            3
+        };
+        assert_eq!(batch.counts(), (expected_sends, 3));
+    });
+}
+
 #[test]
 fn a_datagram_for_a_missing_socket_or_too_long_fails_alone() {
     runtime().block_on(async {
@@ -163,10 +222,16 @@ fn a_datagram_for_a_missing_socket_or_too_long_fails_alone() {
             .unwrap_err();
         assert_eq!(failure.error.kind(), io::ErrorKind::InvalidInput);
         push(&mut batch, &sockets, 0, to, &datagram(1, 500));
+        // The longest datagram the space takes is taken.
+        push(&mut batch, &sockets, 0, to, &datagram(2, MAX_ONE_DATAGRAM));
         flush(&mut batch, &sockets);
         assert_eq!(
-            receive_bytes(&a, 2).await,
-            vec![datagram(0, 500), datagram(1, 500)]
+            receive_bytes(&a, 3).await,
+            vec![
+                datagram(0, 500),
+                datagram(1, 500),
+                datagram(2, MAX_ONE_DATAGRAM)
+            ]
         );
     });
 }

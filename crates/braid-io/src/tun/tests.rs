@@ -282,6 +282,19 @@ fn consecutive_tcp_segments_are_written_as_one() {
         }
         assert_eq!(out.flush(&tun).unwrap(), 20);
         assert_eq!(device_rx_packets() - before, 1);
+
+        // Up to the largest IP packet: 47 segments of 1,380 bytes and one
+        // of 635 make 65,535 bytes with their 40 bytes of headers.
+        let before = device_rx_packets();
+        let mut seq = 1_000_000u32;
+        for i in 0..48u32 {
+            let len = if i < 47 { 1380 } else { 635 };
+            out.push(&tun, &tcp_segment(from, to, seq, &vec![i as u8; len]))
+                .unwrap();
+            seq += len as u32;
+        }
+        assert_eq!(out.flush(&tun).unwrap(), 48);
+        assert_eq!(device_rx_packets() - before, 1, "one 65,535-byte write");
     });
 }
 
