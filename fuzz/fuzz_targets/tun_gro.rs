@@ -18,14 +18,6 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 const CAPACITY: usize = 2 * VIRTIO_NET_HDR_LEN + u16::MAX as usize;
 
-fn sum(data: &[u8], mut acc: u32) -> u32 {
-    for pair in data.chunks(2) {
-        acc += u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc
-}
-
 /// A TCP (`tcp`) or UDP packet over IPv4 or IPv6 with the fuzzer's ports,
 /// sequence number, flags, options and payload length, checksums valid.
 fn packet(input: &mut Input, v6: bool, tcp: bool) -> Vec<u8> {
@@ -64,13 +56,13 @@ fn packet(input: &mut Input, v6: bool, tcp: bool) -> Vec<u8> {
         h[8] = 64;
         h[9] = protocol;
         h[12..20].copy_from_slice(&[10, 77, 0, 2, 10, 77, 0, input.u8() % 2]);
-        let c = !(sum(&h, 0) as u16);
+        let c = !tun_rs::checksum(&h, 0);
         h[10..12].copy_from_slice(&c.to_be_bytes());
         h
     };
     let addresses = if v6 { &ip[8..40] } else { &ip[12..20] };
-    let pseudo = sum(addresses, u32::from(protocol) + l4.len() as u32);
-    let c = !(sum(&l4, pseudo) as u16);
+    let pseudo = tun_rs::checksum_no_fold(addresses, u64::from(protocol) + l4.len() as u64);
+    let c = !tun_rs::checksum(&l4, pseudo);
     let at = if tcp { 16 } else { 6 };
     l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
     ip.extend_from_slice(&l4);

@@ -242,6 +242,11 @@ fn written_udp_flows_arrive_whole_in_order_and_merged() {
                     .unwrap();
             }
             out.flush(&tun).unwrap();
+            assert_eq!(
+                out.queued(),
+                2 * per_flow as u64,
+                "empty packets are not queued"
+            );
             let writes = device_rx_packets() - before;
             let mut buf = [0u8; 2048];
             for (socket, flow) in [(&a, 1), (&b, 2)] {

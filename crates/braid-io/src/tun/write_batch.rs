@@ -39,6 +39,8 @@ pub struct TunWriteBatch {
     bufs: Vec<Vec<u8>>,
     len: usize,
     gro: GROTable,
+    /// Packets queued since the batch was made.
+    queued: u64,
 }
 
 impl Default for TunWriteBatch {
@@ -53,7 +55,13 @@ impl TunWriteBatch {
             bufs: Vec::with_capacity(IDEAL_BATCH_SIZE),
             len: 0,
             gro: GROTable::new(),
+            queued: 0,
         }
+    }
+
+    /// Packets queued since the batch was made (empty ones are not).
+    pub fn queued(&self) -> u64 {
+        self.queued
     }
 
     /// Queues `packet` (an empty one is nothing to write). A full batch is
@@ -75,6 +83,7 @@ impl TunWriteBatch {
         buf.resize(VIRTIO_NET_HDR_LEN, 0);
         buf.extend_from_slice(packet);
         self.len += 1;
+        self.queued += 1;
         written
     }
 

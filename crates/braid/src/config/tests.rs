@@ -97,36 +97,30 @@ fn routing_rate_limits_caps_and_nat_are_read() {
     );
 }
 
+/// `[tunnel]`'s switches: each can be turned off on either end, and a
+/// value that is not a boolean is named with its line.
 #[test]
-fn resending_losses_can_be_switched_off_and_a_bad_value_is_named() {
-    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nresend_losses = false\n");
-    let c: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
-    assert!(!c.tunnel.get_ref().resend_losses);
-    let text = SERVER.replace("[tunnel]\n", "[tunnel]\nresend_losses = false\n");
-    let s: ServerConfig = parse(Path::new("s.toml"), &text).unwrap();
-    assert!(!s.tunnel.get_ref().resend_losses);
+fn tunnel_switches_can_be_turned_off_and_a_bad_value_is_named() {
+    type Switch = fn(&tunnel::TunnelConfig) -> bool;
+    let switches: [(&str, &str, Switch); 2] = [
+        ("resend_losses", "\"no\"", |t| t.resend_losses),
+        ("offload", "1", |t| t.offload),
+    ];
+    for (key, bad, value) in switches {
+        let off = format!("[tunnel]\n{key} = false\n");
+        let c: ClientConfig =
+            parse(Path::new("c.toml"), &CLIENT.replace("[tunnel]\n", &off)).unwrap();
+        assert!(!value(c.tunnel.get_ref()), "{key}");
+        let s: ServerConfig =
+            parse(Path::new("s.toml"), &SERVER.replace("[tunnel]\n", &off)).unwrap();
+        assert!(!value(s.tunnel.get_ref()), "{key}");
+        let s: ServerConfig = parse(Path::new("s.toml"), SERVER).unwrap();
+        assert!(value(s.tunnel.get_ref()), "{key} is on by default");
 
-    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\nresend_losses = \"no\"\n");
-    let err = client_err(&text);
-    assert!(err.starts_with("c.toml:6: "), "{err}");
-    assert!(err.contains("resend_losses"), "{err}");
-}
-
-#[test]
-fn tun_offload_can_be_switched_off_and_a_bad_value_is_named() {
-    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\noffload = false\n");
-    let c: ClientConfig = parse(Path::new("c.toml"), &text).unwrap();
-    assert!(!c.tunnel.get_ref().offload);
-    let text = SERVER.replace("[tunnel]\n", "[tunnel]\noffload = false\n");
-    let s: ServerConfig = parse(Path::new("s.toml"), &text).unwrap();
-    assert!(!s.tunnel.get_ref().offload);
-    let s: ServerConfig = parse(Path::new("s.toml"), SERVER).unwrap();
-    assert!(s.tunnel.get_ref().offload);
-
-    let text = CLIENT.replace("[tunnel]\n", "[tunnel]\noffload = 1\n");
-    let err = client_err(&text);
-    assert!(err.starts_with("c.toml:6: "), "{err}");
-    assert!(err.contains("offload"), "{err}");
+        let err = client_err(&CLIENT.replace("[tunnel]\n", &format!("[tunnel]\n{key} = {bad}\n")));
+        assert!(err.starts_with("c.toml:6: "), "{err}");
+        assert!(err.contains(key), "{err}");
+    }
 }
 
 #[test]

@@ -93,19 +93,14 @@ pub fn send_datagrams(
 pub struct TunWriter {
     tun: Rc<Tun>,
     batch: TunWriteBatch,
-    packets: u64,
     /// Batch writes of which at least one packet did not go in.
     write_errors: u64,
 }
 
 impl TunWriter {
     pub fn write(&mut self, packet: &[u8]) {
-        if packet.is_empty() {
-            return;
-        }
         let written = self.batch.push(&self.tun, packet);
-        self.count(written.map(drop));
-        self.packets += 1;
+        self.count(written);
     }
 
     fn finish(&mut self) {
@@ -137,7 +132,7 @@ impl<C: Core> WithTun<C> {
         if let Some(daemon) = doc["daemon"].as_object_mut() {
             daemon.insert("tun_offload".into(), self.tun.tun.offload().into());
             daemon.insert("tun_rx_reads".into(), self.tun_reads.into());
-            daemon.insert("tun_tx_packets".into(), self.tun.packets.into());
+            daemon.insert("tun_tx_packets".into(), self.tun.batch.queued().into());
             daemon.insert("tun_tx_write_errors".into(), self.tun.write_errors.into());
         }
         doc
@@ -294,7 +289,6 @@ pub async fn run_with<C: Core + 'static>(
             tun: TunWriter {
                 tun: tun.clone(),
                 batch: TunWriteBatch::new(),
-                packets: 0,
                 write_errors: 0,
             },
             tun_reads: 0,
