@@ -17,6 +17,7 @@ pub mod cc;
 pub mod crypto;
 pub mod fq;
 pub mod path;
+pub mod pool;
 pub mod receiver;
 mod reinject;
 pub mod reseq;

@@ -7,8 +7,9 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::path::{OwdEstimator, PathSender};
+use crate::pool::BufferPool;
 use crate::reseq::{Delivery, FlowLink, PathGap, ReseqConfig, Resequencer, SentAs};
-use crate::sender::Transmit;
+use crate::sender::{Transmit, BUFFER_CAPACITY};
 use crate::time::Instant;
 use crate::wire::{self, AckFrame, Frame, LossEntry, LossReport, Packet, WireError};
 
@@ -71,6 +72,9 @@ pub struct Receiver {
     next_report: Option<Instant>,
     report_seq: u32,
     out: VecDeque<Transmit>,
+    /// Buffers of feedback sent and of payloads the caller is done with,
+    /// for the next ones.
+    buffers: BufferPool,
     pub malformed: u64,
     /// Data packets whose per-path number was too far ahead to be honest.
     pub out_of_window: u64,
@@ -109,10 +113,18 @@ impl Receiver {
             next_report: None,
             report_seq: 0,
             out: VecDeque::new(),
+            buffers: BufferPool::new(BUFFER_CAPACITY),
             malformed: 0,
             out_of_window: 0,
             first_data: None,
         }
+    }
+
+    /// Gives back a buffer: a delivered payload once written out, or a
+    /// [`Transmit`]'s once copied out. The next payloads and feedback
+    /// packets reuse it.
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        self.buffers.put(buffer);
     }
 
     pub fn resequencer(&self) -> &Resequencer {
@@ -217,10 +229,11 @@ impl Receiver {
             .get_or_insert(now + self.config.report_interval);
         self.reseq.set_timeout(self.reseq_timeout(now));
         let flow = FlowLink::from_wire(header.gseq, header.flow_gap);
+        let copy = self.buffers.copy_of(payload);
         self.reseq.push_marked(
             now,
             header.gseq,
-            payload.to_vec(),
+            copy,
             gap,
             flow,
             if header.express {
@@ -274,7 +287,8 @@ impl Receiver {
     }
 
     fn push_feedback(&mut self, path: u8, frames: &[Frame]) {
-        let data = wire::feedback_packet(path, frames).expect("reports hold at most 255 entries");
+        let mut data = self.buffers.take(wire::feedback_len(frames));
+        wire::write_feedback(path, frames, &mut data).expect("reports hold at most 255 entries");
         self.out.push_back(Transmit { path, data });
     }
 

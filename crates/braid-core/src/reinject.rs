@@ -94,14 +94,9 @@ impl InFlightPayloads {
         None
     }
 
-    /// The path acknowledged packet `pseq` or declared it lost: its
-    /// payload is not needed any more.
-    pub fn settle(&mut self, path: usize, pseq: u64) {
-        self.take(path, pseq);
-    }
-
     /// Takes the payload kept for `path`'s packet `pseq`, if any: the path
-    /// lost it, and the sender re-sends it.
+    /// lost it, and the sender re-sends it, or it was acknowledged, and
+    /// its buffer is free.
     pub fn take(&mut self, path: usize, pseq: u64) -> Option<Kept> {
         let store = self.paths.get_mut(path)?;
         let taken = store
@@ -151,11 +146,11 @@ mod tests {
         assert_eq!(s.keep(1, 0, kept(7, 500)), None);
         assert_eq!(s.bytes(), 5500);
         // Settled out of order: the front leaves only once settled.
-        s.settle(0, 1);
-        s.settle(0, 0);
-        s.settle(0, 3);
+        s.take(0, 1);
+        s.take(0, 0);
+        s.take(0, 3);
         // A number never kept (a probe, a copy) changes nothing.
-        s.settle(0, 99);
+        s.take(0, 99);
         assert_eq!((s.len(0), s.bytes()), (2, 2500));
         let taken: Vec<u64> = s.take_path(0).iter().map(|k| k.gseq).collect();
         assert_eq!(taken, vec![102, 104]);
@@ -165,7 +160,7 @@ mod tests {
         assert_eq!(s.take(1, 0), Some(kept(7, 500)));
         assert_eq!((s.take(1, 0), s.bytes()), (None, 0));
         // Out-of-range paths are ignored.
-        s.settle(9, 0);
+        s.take(9, 0);
         assert_eq!(s.take(9, 0), None);
         assert!(s.take_path(9).is_empty());
     }
@@ -179,7 +174,7 @@ mod tests {
         assert_eq!(s.keep(0, 2, kept(2, 1000)), Some(kept(2, 1000)));
         assert_eq!(s.bytes(), 2000);
         // Room again once one is settled.
-        s.settle(0, 0);
+        s.take(0, 0);
         assert_eq!(s.keep(0, 3, kept(3, 1000)), None);
         assert_eq!(s.bytes(), 2000);
         // Numbers must rise along the path.

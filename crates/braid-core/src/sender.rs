@@ -38,6 +38,7 @@ use std::time::Duration;
 use crate::cc::CcKind;
 use crate::fq::{Dequeued, FlowQueue, FqConfig};
 use crate::path::{PathSender, PACING_CREDIT};
+use crate::pool::BufferPool;
 use crate::reinject::{InFlightPayloads, Kept};
 use crate::sched::{
     self, Decision, PathInfo, PathSet, PathView, SchedContext, SchedError, Scheduler,
@@ -221,6 +222,10 @@ fn wire_bytes(payload: usize) -> u64 {
 /// headers and braid's own.
 pub const MAX_DATAGRAM: usize = 1500 - IP_UDP_OVERHEAD - DATA_HEADER_LEN;
 
+/// Size of the sender's buffers: a data packet carrying the largest
+/// datagram.
+pub const BUFFER_CAPACITY: usize = DATA_HEADER_LEN + MAX_DATAGRAM;
+
 /// Shortest time between two skip notices.
 const SKIP_NOTICE_INTERVAL: Duration = Duration::from_millis(5);
 
@@ -281,6 +286,9 @@ pub struct Sender {
     usable: PathSet,
     /// Payloads of the datagrams each path has in flight, for reinjection.
     in_flight: InFlightPayloads,
+    /// Buffers of datagrams sent and payloads acknowledged, for the next
+    /// datagrams and the caller's next payloads.
+    buffers: BufferPool,
     pub counters: SenderCounters,
 }
 
@@ -329,8 +337,21 @@ impl Sender {
             views: Vec::new(),
             usable: PathSet::all(config_paths),
             in_flight,
+            buffers: BufferPool::new(BUFFER_CAPACITY),
             counters: SenderCounters::default(),
         })
+    }
+
+    /// `payload` in a buffer to offer with [`Sender::send_flow`]: one of
+    /// a datagram already sent, so a steady stream allocates nothing.
+    pub fn copy_payload(&mut self, payload: &[u8]) -> Vec<u8> {
+        self.buffers.copy_of(payload)
+    }
+
+    /// Gives back the buffer of a [`Transmit`] once its bytes are copied
+    /// out.
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        self.buffers.put(buffer);
     }
 
     pub fn scheduler_name(&self) -> &'static str {
@@ -540,20 +561,20 @@ impl Sender {
     /// at least a few packets per path. A datagram entering the window
     /// waits behind about that much, so it is kept to what is needed.
     fn compute_window_budget(&self) -> u64 {
-        let estimated: Vec<(f64, f64)> = self
-            .paths
-            .iter()
-            .filter(|p| p.owd.has_samples())
-            .filter_map(|p| Some((p.bandwidth_bps()?, p.owd.smoothed_us())))
-            .collect();
-        if estimated.is_empty() {
+        // Called on every acknowledgement: two passes, nothing collected.
+        let estimated = || {
+            self.paths
+                .iter()
+                .filter(|p| p.owd.has_samples())
+                .filter_map(|p| Some((p.bandwidth_bps()?, p.owd.smoothed_us())))
+        };
+        if estimated().next().is_none() {
             return INITIAL_WINDOW_BYTES;
         }
-        let slowest = estimated.iter().map(|e| e.1).fold(f64::MIN, f64::max);
+        let slowest = estimated().map(|e| e.1).fold(f64::MIN, f64::max);
         let slack = WINDOW_SLACK.as_secs_f64();
-        let bytes: f64 = estimated
-            .iter()
-            .map(|&(bps, owd_us)| bps / 8.0 * (((slowest - owd_us) / 1e6).min(1.0) + slack))
+        let bytes: f64 = estimated()
+            .map(|(bps, owd_us)| bps / 8.0 * (((slowest - owd_us) / 1e6).min(1.0) + slack))
             .sum();
         let floor = 4 * wire_bytes(MAX_DATAGRAM) * self.paths.len() as u64;
         (bytes as u64).max(floor)
@@ -695,8 +716,9 @@ impl Sender {
             payload: q.payload,
             enqueued: q.enqueued,
         };
-        if self.in_flight.keep(path, pseq, kept).is_some() {
+        if let Some(refused) = self.in_flight.keep(path, pseq, kept) {
             self.counters.reinject_not_kept += 1;
+            self.buffers.put(refused.payload);
         }
     }
 
@@ -932,8 +954,9 @@ impl Sender {
                         self.refresh_view(i, now, head_bytes);
                     }
                     self.probe_down_paths(now, set, &q);
-                    if let Some((i, pseq)) = only {
-                        self.keep_sent(i, pseq, q);
+                    match only {
+                        Some((i, pseq)) => self.keep_sent(i, pseq, q),
+                        None => self.buffers.put(q.payload),
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
@@ -1055,7 +1078,7 @@ impl Sender {
             resends: self.config.resend_losses,
             behind,
         };
-        let mut data = Vec::with_capacity(DATA_HEADER_LEN + q.payload.len());
+        let mut data = self.buffers.take(DATA_HEADER_LEN + q.payload.len());
         header.append_to(&q.payload, &mut data);
         self.out.push_back(Transmit {
             path: path.id,
@@ -1084,12 +1107,15 @@ impl Sender {
                 Frame::Ack(ack) => {
                     let path = usize::from(ack.path);
                     if let Some(p) = self.paths.get_mut(path) {
-                        let kept = &mut self.in_flight;
+                        let (kept, buffers) = (&mut self.in_flight, &mut self.buffers);
                         p.on_ack_observed(now, &ack, &mut self.owd_anchor, |pseq, acked| {
+                            let taken = kept.take(path, pseq);
                             if acked {
-                                kept.settle(path, pseq);
+                                if let Some(k) = taken {
+                                    buffers.put(k.payload);
+                                }
                             } else {
-                                lost.extend(kept.take(path, pseq));
+                                lost.extend(taken);
                             }
                         });
                     }

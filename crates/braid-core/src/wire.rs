@@ -179,8 +179,58 @@ pub enum Packet<'a> {
     },
     Feedback {
         path: u8,
-        frames: Vec<Frame>,
+        frames: Frames<'a>,
     },
+}
+
+/// The frames of a feedback packet: checked whole by [`Packet::parse`]
+/// (a packet with one bad frame is rejected before any is acted on), then
+/// read again as they are iterated, so that the acknowledgement every
+/// few packets brings costs no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frames<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Frames<'a> {
+    fn check(bytes: &'a [u8]) -> Result<Frames<'a>, WireError> {
+        let mut r = Reader { buf: bytes, pos: 0 };
+        while !r.is_empty() {
+            parse_frame(&mut r)?;
+        }
+        Ok(Frames { bytes })
+    }
+}
+
+impl<'a> IntoIterator for Frames<'a> {
+    type Item = Frame;
+    type IntoIter = FrameIter<'a>;
+
+    fn into_iter(self) -> FrameIter<'a> {
+        FrameIter {
+            r: Reader {
+                buf: self.bytes,
+                pos: 0,
+            },
+        }
+    }
+}
+
+pub struct FrameIter<'a> {
+    r: Reader<'a>,
+}
+
+impl Iterator for FrameIter<'_> {
+    type Item = Frame;
+
+    fn next(&mut self) -> Option<Frame> {
+        if self.r.is_empty() {
+            return None;
+        }
+        // Checked when parsed: an error here cannot happen, and ends the
+        // frames if it did.
+        parse_frame(&mut self.r).ok()
+    }
 }
 
 struct Reader<'a> {
@@ -280,10 +330,7 @@ impl Packet<'_> {
             }
             t if t == PacketType::Feedback as u8 && kind & DATA_FLAGS == 0 => {
                 let path = r.u8()?;
-                let mut frames = Vec::new();
-                while !r.is_empty() {
-                    frames.push(parse_frame(&mut r)?);
-                }
+                let frames = Frames::check(r.rest())?;
                 Ok(Packet::Feedback { path, frames })
             }
             _ => Err(WireError::PacketType(kind)),
@@ -384,17 +431,30 @@ impl Frame {
 /// Most entries a loss report may carry (the count is one byte).
 pub const MAX_LOSS_ENTRIES: usize = u8::MAX as usize;
 
+/// Bytes of a feedback packet carrying `frames`.
+pub fn feedback_len(frames: &[Frame]) -> usize {
+    2 + frames.iter().map(Frame::encoded_len).sum::<usize>()
+}
+
 /// A feedback packet sent on `path`, in a buffer of its own.
 pub fn feedback_packet(path: u8, frames: &[Frame]) -> Result<Vec<u8>, WireError> {
-    let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
-    let mut data = vec![0u8; len];
-    emit_feedback(path, frames, &mut data)?;
+    let mut data = Vec::new();
+    write_feedback(path, frames, &mut data)?;
     Ok(data)
+}
+
+/// A feedback packet sent on `path`, in `out` (replacing what it held):
+/// a reused buffer with room for it costs no allocation.
+pub fn write_feedback(path: u8, frames: &[Frame], out: &mut Vec<u8>) -> Result<(), WireError> {
+    out.clear();
+    out.resize(feedback_len(frames), 0);
+    emit_feedback(path, frames, out)?;
+    Ok(())
 }
 
 /// Writes a feedback packet sent on `path` into `out`; returns its length.
 pub fn emit_feedback(path: u8, frames: &[Frame], out: &mut [u8]) -> Result<usize, WireError> {
-    let len = 2 + frames.iter().map(Frame::encoded_len).sum::<usize>();
+    let len = feedback_len(frames);
     if out.len() < len {
         return Err(WireError::BufferTooSmall(len));
     }
@@ -538,10 +598,11 @@ mod tests {
         ];
         let mut buf = [0u8; 128];
         let n = emit_feedback(1, &frames, &mut buf).unwrap();
-        assert_eq!(
-            Packet::parse(&buf[..n]).unwrap(),
-            Packet::Feedback { path: 1, frames }
-        );
+        let Packet::Feedback { path, frames: got } = Packet::parse(&buf[..n]).unwrap() else {
+            panic!("not feedback");
+        };
+        assert_eq!(path, 1);
+        assert_eq!(got.into_iter().collect::<Vec<_>>(), frames);
     }
 
     #[test]
@@ -565,6 +626,23 @@ mod tests {
             Err(WireError::Truncated { .. })
         ));
         assert_eq!(Packet::parse(&[0x22, 0, 9]), Err(WireError::FrameType(9)));
+        // A good frame before a bad one does not make the packet good:
+        // frames are read only from a packet checked whole.
+        let skip = Frame::Skip(SkipFrame { from: 5, count: 1 });
+        let mut bytes = feedback_packet(0, &[skip.clone()]).unwrap();
+        bytes.push(9);
+        assert_eq!(Packet::parse(&bytes), Err(WireError::FrameType(9)));
+        bytes.pop();
+        bytes.extend_from_slice(&[1, 0, 0]);
+        assert!(matches!(
+            Packet::parse(&bytes),
+            Err(WireError::Truncated { .. })
+        ));
+        bytes.truncate(bytes.len() - 3);
+        let Ok(Packet::Feedback { frames, .. }) = Packet::parse(&bytes) else {
+            panic!("{bytes:?}");
+        };
+        assert_eq!(frames.into_iter().collect::<Vec<_>>(), vec![skip]);
         // A loss report claiming more entries than it has.
         assert!(matches!(
             Packet::parse(&[0x22, 0, 2, 0, 0, 0, 1, 3, 0]),

@@ -295,6 +295,29 @@ impl Endpoint {
         }
     }
 
+    /// Offers an inner packet for client `peer`, copied into a buffer its
+    /// session reuses (see [`Session::send_flow_from`]).
+    pub fn send_flow_from(
+        &mut self,
+        now: Instant,
+        peer: PeerId,
+        flow: u64,
+        packet: &[u8],
+    ) -> Result<(), SessionSendError> {
+        match self.peers.get_mut(peer.0).and_then(|p| p.session.as_mut()) {
+            Some(s) => s.send_flow_from(now, flow, packet),
+            None => Err(SessionSendError::NotConnected),
+        }
+    }
+
+    /// Gives back a payload delivered from client `peer` (see
+    /// [`Session::recycle`]); freed if that client has no session now.
+    pub fn recycle(&mut self, peer: PeerId, payload: Vec<u8>) {
+        if let Some(s) = self.peers.get_mut(peer.0).and_then(|p| p.session.as_mut()) {
+            s.recycle(payload);
+        }
+    }
+
     /// Writes the next datagram into `buf` (at least [`MAX_DATAGRAM_LEN`]).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<(PeerId, Transmit)> {
         if let Some((peer, remote, msg)) = self.responses.pop_front() {

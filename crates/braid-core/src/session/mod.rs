@@ -501,6 +501,29 @@ impl Session {
             })
     }
 
+    /// Offers an inner packet of flow `flow` as [`Session::send_flow`]
+    /// does, copied into a buffer the session reuses: a steady stream of
+    /// packets offered this way, whose deliveries are given back with
+    /// [`Session::recycle`], allocates nothing per packet.
+    pub fn send_flow_from(
+        &mut self,
+        now: Instant,
+        flow: u64,
+        packet: &[u8],
+    ) -> Result<(), SessionSendError> {
+        if packet.len() > self.config.tunnel_mtu {
+            return Err(SessionSendError::TooLarge(packet.len()));
+        }
+        let payload = self.sender.copy_payload(packet);
+        self.send_flow(now, flow, payload)
+    }
+
+    /// Gives back a delivered payload once the caller is done with it:
+    /// the next packets from the peer reuse its buffer.
+    pub fn recycle(&mut self, payload: Vec<u8>) {
+        self.receiver.recycle(payload);
+    }
+
     /// A datagram from the network. `path` is the client's path it came in
     /// on (`None` at a server, where the path is read from the
     /// authenticated content); `bytes` is decrypted in place. Anything
@@ -856,20 +879,25 @@ impl Session {
             let len = match fb {
                 Some(i) => {
                     let f = self.feedback_out.remove(i).expect("position found it");
-                    frame::emit_bundle(t.path, &f.data, &t.data, body)
+                    let len = frame::emit_bundle(t.path, &f.data, &t.data, body);
+                    self.receiver.recycle(f.data);
+                    len
                 }
                 None => {
                     body[..t.data.len()].copy_from_slice(&t.data);
                     t.data.len()
                 }
             };
+            self.sender.recycle(t.data);
             if let Some(out) = self.seal(t.path, buf, len) {
                 return Some(out);
             }
         }
         while let Some(f) = self.feedback_out.pop_front() {
-            buf[TRANSPORT_HEADER_LEN..][..f.data.len()].copy_from_slice(&f.data);
-            if let Some(out) = self.seal(f.path, buf, f.data.len()) {
+            let len = f.data.len();
+            buf[TRANSPORT_HEADER_LEN..][..len].copy_from_slice(&f.data);
+            self.receiver.recycle(f.data);
+            if let Some(out) = self.seal(f.path, buf, len) {
                 return Some(out);
             }
         }

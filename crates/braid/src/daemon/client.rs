@@ -281,7 +281,7 @@ impl Core for Client {
             return;
         }
         let flow = inner_addr::flow_id(packet);
-        if self.session.send_flow(now, flow, packet.to_vec()).is_err() {
+        if self.session.send_flow_from(now, flow, packet).is_err() {
             // Not connected yet, too large or queue full: the session
             // counts what it refused; the daemon counts the total.
             self.counters.tun_rx_refused += 1;
@@ -307,6 +307,7 @@ impl Core for Client {
         self.counters.udp_send_errors += failed;
         while let Some(d) = self.session.poll_deliver() {
             tun.write(&d.payload);
+            self.session.recycle(d.payload);
         }
         while let Some(event) = self.session.poll_event() {
             self.log(event);

@@ -188,7 +188,7 @@ impl Core for Server {
         let flow = flow_id(packet);
         if self
             .endpoint
-            .send_flow(now, peer, flow, packet.to_vec())
+            .send_flow_from(now, peer, flow, packet)
             .is_err()
         {
             self.counters.tun_rx_refused += 1;
@@ -218,11 +218,12 @@ impl Core for Server {
                     .iter()
                     .any(|net| net.contains(&src))
             });
-            if !allowed {
+            if allowed {
+                tun.write(&d.payload);
+            } else {
                 self.counters.inner_source_refused += 1;
-                continue;
             }
-            tun.write(&d.payload);
+            self.endpoint.recycle(peer, d.payload);
         }
         while let Some((peer, event)) = self.endpoint.poll_event() {
             self.log(peer, event);

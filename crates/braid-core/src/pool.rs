@@ -1,0 +1,178 @@
+//! Packet buffers kept for reuse, so that a steady stream of packets
+//! allocates nothing per packet: a buffer the data plane is done with (a
+//! datagram copied out, a payload acknowledged or written out) comes back
+//! here and carries the next packet.
+//!
+//! Buffers come in three sizes, each a quarter of the one above, and a
+//! packet gets the smallest that holds it. So a buffer is never more than
+//! four times the bytes it carries: the queues and the resequencer bound
+//! what they hold by payload bytes, and that bound stays within a factor
+//! of four of the memory actually held. A packet under a quarter of the
+//! smallest size gets an exact buffer of its own.
+//!
+//! At most [`MAX_POOLED`] buffers of each size are kept, and only buffers
+//! of a pool's sizes, so an oversized buffer handed back is not held.
+
+/// Most buffers of one size a pool keeps: a burst of that many (one drain
+/// of a wide window, one acknowledgement settling 64 packets) comes back
+/// whole. At most about 240 KB per pool.
+pub const MAX_POOLED: usize = 128;
+
+/// Sizes below the largest: each a quarter of the one above.
+const SMALLER_SIZES: usize = 2;
+
+#[derive(Debug)]
+pub struct BufferPool {
+    /// Largest first.
+    sizes: [SizeClass; 1 + SMALLER_SIZES],
+}
+
+#[derive(Debug)]
+struct SizeClass {
+    capacity: usize,
+    free: Vec<Vec<u8>>,
+}
+
+impl BufferPool {
+    /// A pool whose largest buffers hold `largest` bytes.
+    pub fn new(largest: usize) -> BufferPool {
+        BufferPool {
+            sizes: std::array::from_fn(|i| SizeClass {
+                capacity: largest >> (2 * i),
+                free: Vec::new(),
+            }),
+        }
+    }
+
+    /// An empty buffer with room for `len` bytes: a kept one of the
+    /// smallest size that holds them if there is one, else a new one of
+    /// that size; one of exactly `len` if it is under a quarter of the
+    /// smallest size or above the largest.
+    pub fn take(&mut self, len: usize) -> Vec<u8> {
+        match self.class_for(len) {
+            Some(class) => class
+                .free
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(class.capacity)),
+            None => Vec::with_capacity(len),
+        }
+    }
+
+    /// `bytes` in a buffer from [`BufferPool::take`].
+    pub fn copy_of(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut buffer = self.take(bytes.len());
+        buffer.extend_from_slice(bytes);
+        buffer
+    }
+
+    /// Gives `buffer` back. Kept, emptied, if it is of one of the pool's
+    /// sizes (at least that size, under twice it) and that size has room;
+    /// freed otherwise.
+    pub fn put(&mut self, mut buffer: Vec<u8>) {
+        let capacity = buffer.capacity();
+        let class = self
+            .sizes
+            .iter_mut()
+            .find(|c| capacity >= c.capacity && capacity < 2 * c.capacity);
+        if let Some(class) = class.filter(|c| c.free.len() < MAX_POOLED) {
+            buffer.clear();
+            class.free.push(buffer);
+        }
+    }
+
+    /// Buffers kept, of all sizes.
+    pub fn len(&self) -> usize {
+        self.sizes.iter().map(|c| c.free.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn class_for(&mut self, len: usize) -> Option<&mut SizeClass> {
+        let smallest = self.sizes[SMALLER_SIZES].capacity;
+        if len < smallest / 4 {
+            return None;
+        }
+        self.sizes.iter_mut().rev().find(|c| c.capacity >= len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_given_back_is_handed_out_again_empty() {
+        let mut pool = BufferPool::new(1600);
+        let b = pool.copy_of(&[7; 1500]);
+        assert!(b.capacity() >= 1600);
+        let at = b.as_ptr();
+        pool.put(b);
+        assert_eq!(pool.len(), 1);
+        let again = pool.take(1600);
+        assert_eq!(again.as_ptr(), at, "the same allocation");
+        assert!(again.is_empty());
+        assert!(pool.is_empty());
+    }
+
+    #[test]
+    fn a_packet_gets_the_smallest_size_that_holds_it_and_at_most_four_times_its_length() {
+        let mut pool = BufferPool::new(1600);
+        let mut taken = Vec::new();
+        for (len, capacity) in [
+            (1600, 1600),
+            (401, 1600),
+            (400, 400),
+            (101, 400),
+            (100, 100),
+            (25, 100),
+            // Under a quarter of the smallest size, or above the largest:
+            // exact, and not kept.
+            (24, 24),
+            (3200, 3200),
+        ] {
+            let b = pool.take(len);
+            assert_eq!(b.capacity(), capacity, "{len} bytes");
+            assert!(b.capacity() <= 4 * len);
+            taken.push(b);
+        }
+        for b in taken {
+            pool.put(b);
+        }
+        assert_eq!(pool.len(), 6);
+        // Each came back to its own size.
+        for (len, capacity) in [(1000, 1600), (300, 400), (50, 100)] {
+            assert_eq!(pool.take(len).capacity(), capacity);
+            assert_eq!(pool.take(len).capacity(), capacity);
+        }
+        assert!(pool.is_empty());
+    }
+
+    #[test]
+    fn only_buffers_of_the_pools_sizes_are_kept() {
+        let mut pool = BufferPool::new(1600);
+        for capacity in [99, 200, 399, 800, 1599, 3200] {
+            pool.put(Vec::with_capacity(capacity));
+        }
+        assert!(pool.is_empty());
+        for capacity in [100, 199, 400, 799, 1600, 3199] {
+            pool.put(Vec::with_capacity(capacity));
+        }
+        assert_eq!(pool.len(), 6);
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_its_bound_of_each_size() {
+        let mut pool = BufferPool::new(1600);
+        for _ in 0..MAX_POOLED + 10 {
+            pool.put(Vec::with_capacity(1600));
+            pool.put(Vec::with_capacity(100));
+        }
+        assert_eq!(pool.len(), 2 * MAX_POOLED);
+        for _ in 0..MAX_POOLED + 10 {
+            assert!(pool.take(1600).capacity() >= 1600);
+        }
+        assert_eq!(pool.len(), MAX_POOLED);
+    }
+}
