@@ -10,13 +10,15 @@
 //! of four of the memory actually held. A packet under a quarter of the
 //! smallest size gets an exact buffer of its own.
 //!
-//! At most [`MAX_POOLED`] buffers of each size are kept, and only buffers
-//! of a pool's sizes, so an oversized buffer handed back is not held.
-
-/// Most buffers of one size a pool keeps: a burst of that many (one drain
-/// of a wide window, one acknowledgement settling 64 packets) comes back
-/// whole. At most about 240 KB per pool.
-pub const MAX_POOLED: usize = 128;
+//! A pool keeps only buffers of its sizes, so an oversized buffer handed
+//! back is not held, and only as many bytes of them as its owner says it
+//! has room for: the owner's own bound (a send queue's bytes, a
+//! resequencer's) less what it holds. So the buffers in use and in the
+//! pool together stay within the bound the owner had before it pooled
+//! anything. At a few Gbit/s what a sender holds swings by megabytes (a
+//! TUN read of 46 packets, a window acknowledged at once); a pool of a
+//! fixed 1 MB ran dry at each swing and allocated for 0.63 packets in
+//! one, 4 MB for 0.03 (BENCHMARKS.md, "Allocations per packet").
 
 /// Sizes below the largest: each a quarter of the one above.
 const SMALLER_SIZES: usize = 2;
@@ -25,6 +27,8 @@ const SMALLER_SIZES: usize = 2;
 pub struct BufferPool {
     /// Largest first.
     sizes: [SizeClass; 1 + SMALLER_SIZES],
+    /// Capacity of the buffers kept, all sizes.
+    bytes: usize,
 }
 
 #[derive(Debug)]
@@ -41,6 +45,7 @@ impl BufferPool {
                 capacity: largest >> (2 * i),
                 free: Vec::new(),
             }),
+            bytes: 0,
         }
     }
 
@@ -49,12 +54,15 @@ impl BufferPool {
     /// that size; one of exactly `len` if it is under a quarter of the
     /// smallest size or above the largest.
     pub fn take(&mut self, len: usize) -> Vec<u8> {
-        match self.class_for(len) {
-            Some(class) => class
-                .free
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(class.capacity)),
-            None => Vec::with_capacity(len),
+        let Some(class) = self.class_for(len) else {
+            return Vec::with_capacity(len);
+        };
+        match class.free.pop() {
+            Some(buffer) => {
+                self.bytes -= buffer.capacity();
+                buffer
+            }
+            None => Vec::with_capacity(class.capacity),
         }
     }
 
@@ -66,17 +74,21 @@ impl BufferPool {
     }
 
     /// Gives `buffer` back. Kept, emptied, if it is of one of the pool's
-    /// sizes (at least that size, under twice it) and that size has room;
-    /// freed otherwise.
-    pub fn put(&mut self, mut buffer: Vec<u8>) {
+    /// sizes (at least that size, under twice it) and the pool's bytes
+    /// with it stay within `room`; freed otherwise.
+    pub fn put(&mut self, mut buffer: Vec<u8>, room: usize) {
         let capacity = buffer.capacity();
+        if self.bytes + capacity > room {
+            return;
+        }
         let class = self
             .sizes
             .iter_mut()
             .find(|c| capacity >= c.capacity && capacity < 2 * c.capacity);
-        if let Some(class) = class.filter(|c| c.free.len() < MAX_POOLED) {
+        if let Some(class) = class {
             buffer.clear();
             class.free.push(buffer);
+            self.bytes += capacity;
         }
     }
 
@@ -102,13 +114,15 @@ impl BufferPool {
 mod tests {
     use super::*;
 
+    const ROOM: usize = 1 << 20;
+
     #[test]
     fn a_buffer_given_back_is_handed_out_again_empty() {
         let mut pool = BufferPool::new(1600);
         let b = pool.copy_of(&[7; 1500]);
         assert!(b.capacity() >= 1600);
         let at = b.as_ptr();
-        pool.put(b);
+        pool.put(b, ROOM);
         assert_eq!(pool.len(), 1);
         let again = pool.take(1600);
         assert_eq!(again.as_ptr(), at, "the same allocation");
@@ -138,7 +152,7 @@ mod tests {
             taken.push(b);
         }
         for b in taken {
-            pool.put(b);
+            pool.put(b, ROOM);
         }
         assert_eq!(pool.len(), 6);
         // Each came back to its own size.
@@ -153,26 +167,51 @@ mod tests {
     fn only_buffers_of_the_pools_sizes_are_kept() {
         let mut pool = BufferPool::new(1600);
         for capacity in [99, 200, 399, 800, 1599, 3200] {
-            pool.put(Vec::with_capacity(capacity));
+            pool.put(Vec::with_capacity(capacity), ROOM);
         }
         assert!(pool.is_empty());
         for capacity in [100, 199, 400, 799, 1600, 3199] {
-            pool.put(Vec::with_capacity(capacity));
+            pool.put(Vec::with_capacity(capacity), ROOM);
         }
         assert_eq!(pool.len(), 6);
     }
 
     #[test]
-    fn the_pool_keeps_at_most_its_bound_of_each_size() {
+    fn the_pool_keeps_at_most_its_bound_in_bytes() {
         let mut pool = BufferPool::new(1600);
-        for _ in 0..MAX_POOLED + 10 {
-            pool.put(Vec::with_capacity(1600));
-            pool.put(Vec::with_capacity(100));
+        for _ in 0..1000 {
+            pool.put(Vec::with_capacity(1600), ROOM);
         }
-        assert_eq!(pool.len(), 2 * MAX_POOLED);
-        for _ in 0..MAX_POOLED + 10 {
-            assert!(pool.take(1600).capacity() >= 1600);
+        let large = ROOM / 1600;
+        assert_eq!(pool.len(), large);
+        // What is left takes smaller buffers, and no more.
+        for _ in 0..100 {
+            pool.put(Vec::with_capacity(100), ROOM);
         }
-        assert_eq!(pool.len(), MAX_POOLED);
+        let small = (ROOM - large * 1600) / 100;
+        assert_eq!(pool.len(), large + small);
+        pool.put(Vec::with_capacity(1600), ROOM);
+        assert_eq!(pool.len(), large + small, "full");
+        // Room again once one is taken.
+        assert!(pool.take(1600).capacity() >= 1600);
+        pool.put(Vec::with_capacity(1600), ROOM);
+        assert_eq!(pool.len(), large + small);
+        while !pool.is_empty() {
+            pool.take(50);
+            pool.take(1600);
+        }
+        assert_eq!(pool.bytes, 0);
+    }
+
+    #[test]
+    fn the_owners_room_bounds_what_is_kept() {
+        let mut pool = BufferPool::new(1600);
+        pool.put(Vec::with_capacity(1600), 1599);
+        assert!(pool.is_empty());
+        pool.put(Vec::with_capacity(1600), 1600);
+        pool.put(Vec::with_capacity(100), 1699);
+        assert_eq!(pool.len(), 1);
+        pool.put(Vec::with_capacity(100), 1700);
+        assert_eq!(pool.len(), 2);
     }
 }

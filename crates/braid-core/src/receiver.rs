@@ -124,7 +124,14 @@ impl Receiver {
     /// [`Transmit`]'s once copied out. The next payloads and feedback
     /// packets reuse it.
     pub fn recycle(&mut self, buffer: Vec<u8>) {
-        self.buffers.put(buffer);
+        // The resequencer's unused room: what it holds and the pool
+        // together stay within its bound.
+        let room = self
+            .config
+            .reseq
+            .max_bytes
+            .saturating_sub(self.reseq.held_bytes());
+        self.buffers.put(buffer, room);
     }
 
     pub fn resequencer(&self) -> &Resequencer {

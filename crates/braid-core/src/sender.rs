@@ -351,7 +351,15 @@ impl Sender {
     /// Gives back the buffer of a [`Transmit`] once its bytes are copied
     /// out.
     pub fn recycle(&mut self, buffer: Vec<u8>) {
-        self.buffers.put(buffer);
+        self.buffers.put(buffer, self.pool_room());
+    }
+
+    /// Bytes the buffer pool may hold: the send queue's unused room, so
+    /// that queue and pool together stay within its bound.
+    fn pool_room(&self) -> usize {
+        self.config
+            .max_queue_bytes
+            .saturating_sub(self.queued_bytes())
     }
 
     pub fn scheduler_name(&self) -> &'static str {
@@ -718,7 +726,7 @@ impl Sender {
         };
         if let Some(refused) = self.in_flight.keep(path, pseq, kept) {
             self.counters.reinject_not_kept += 1;
-            self.buffers.put(refused.payload);
+            self.buffers.put(refused.payload, self.pool_room());
         }
     }
 
@@ -956,7 +964,7 @@ impl Sender {
                     self.probe_down_paths(now, set, &q);
                     match only {
                         Some((i, pseq)) => self.keep_sent(i, pseq, q),
-                        None => self.buffers.put(q.payload),
+                        None => self.buffers.put(q.payload, self.pool_room()),
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
@@ -1106,13 +1114,14 @@ impl Sender {
             match frame {
                 Frame::Ack(ack) => {
                     let path = usize::from(ack.path);
+                    let room = self.pool_room();
                     if let Some(p) = self.paths.get_mut(path) {
                         let (kept, buffers) = (&mut self.in_flight, &mut self.buffers);
                         p.on_ack_observed(now, &ack, &mut self.owd_anchor, |pseq, acked| {
                             let taken = kept.take(path, pseq);
                             if acked {
                                 if let Some(k) = taken {
-                                    buffers.put(k.payload);
+                                    buffers.put(k.payload, room);
                                 }
                             } else {
                                 lost.extend(taken);

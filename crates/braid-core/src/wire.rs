@@ -629,7 +629,7 @@ mod tests {
         // A good frame before a bad one does not make the packet good:
         // frames are read only from a packet checked whole.
         let skip = Frame::Skip(SkipFrame { from: 5, count: 1 });
-        let mut bytes = feedback_packet(0, &[skip.clone()]).unwrap();
+        let mut bytes = feedback_packet(0, std::slice::from_ref(&skip)).unwrap();
         bytes.push(9);
         assert_eq!(Packet::parse(&bytes), Err(WireError::FrameType(9)));
         bytes.pop();
