@@ -193,7 +193,9 @@ mod tests {
         pool.put(Vec::with_capacity(1600), ROOM);
         assert_eq!(pool.len(), large + small, "full");
         // Room again once one is taken.
+        let before = pool.bytes;
         assert!(pool.take(1600).capacity() >= 1600);
+        assert_eq!(pool.bytes, before - 1600);
         pool.put(Vec::with_capacity(1600), ROOM);
         assert_eq!(pool.len(), large + small);
         while !pool.is_empty() {
@@ -209,6 +211,7 @@ mod tests {
         pool.put(Vec::with_capacity(1600), 1599);
         assert!(pool.is_empty());
         pool.put(Vec::with_capacity(1600), 1600);
+        assert_eq!(pool.len(), 1, "exactly the room");
         pool.put(Vec::with_capacity(100), 1699);
         assert_eq!(pool.len(), 1);
         pool.put(Vec::with_capacity(100), 1700);

@@ -34,6 +34,15 @@
 //! delay (under 300 ms for one-way delays under 50 ms). Silence after busy
 //! traffic is one probe interval plus one RTT, so paths with an RTT above
 //! about 185 ms should raise `path_down_after`.
+//!
+//! # Buffers
+//!
+//! A caller that offers inner packets with [`Session::send_flow_from`] and
+//! gives delivered payloads back with [`Session::recycle`] makes the
+//! session allocate nothing per packet once traffic is steady: its sender
+//! and receiver reuse the buffers of the packets they are done with
+//! ([`crate::pool`]), within their own byte bounds.
+//! `crates/braid-core/tests/allocations.rs` counts it.
 
 mod config;
 mod endpoint;
