@@ -520,9 +520,6 @@ impl Session {
         flow: u64,
         packet: &[u8],
     ) -> Result<(), SessionSendError> {
-        if packet.len() > self.config.tunnel_mtu {
-            return Err(SessionSendError::TooLarge(packet.len()));
-        }
         let payload = self.sender.copy_payload(packet);
         self.send_flow(now, flow, payload)
     }
