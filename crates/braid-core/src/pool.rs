@@ -19,6 +19,18 @@
 //! TUN read of 46 packets, a window acknowledged at once); a pool of a
 //! fixed 1 MB ran dry at each swing and allocated for 0.63 packets in
 //! one, 4 MB for 0.03 (BENCHMARKS.md, "Allocations per packet").
+//!
+//! Buffers a pool kept through a whole [`TRIM_INTERVAL`] without handing
+//! them out are freed at the owner's next [`BufferPool::trim`]: a session
+//! idle after a burst gives its megabytes back within two intervals, while
+//! steady traffic keeps the buffers it cycles through.
+
+use std::time::Duration;
+
+use crate::time::Instant;
+
+/// How often a pool frees what it did not use.
+pub const TRIM_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Sizes below the largest: each a quarter of the one above.
 const SMALLER_SIZES: usize = 2;
@@ -29,12 +41,15 @@ pub struct BufferPool {
     sizes: [SizeClass; 1 + SMALLER_SIZES],
     /// Capacity of the buffers kept, all sizes.
     bytes: usize,
+    next_trim: Option<Instant>,
 }
 
 #[derive(Debug)]
 struct SizeClass {
     capacity: usize,
     free: Vec<Vec<u8>>,
+    /// Fewest buffers kept since the last trim: that many were not needed.
+    unused: usize,
 }
 
 impl BufferPool {
@@ -44,8 +59,10 @@ impl BufferPool {
             sizes: std::array::from_fn(|i| SizeClass {
                 capacity: largest >> (2 * i),
                 free: Vec::new(),
+                unused: 0,
             }),
             bytes: 0,
+            next_trim: None,
         }
     }
 
@@ -59,6 +76,7 @@ impl BufferPool {
         };
         match class.free.pop() {
             Some(buffer) => {
+                class.unused = class.unused.min(class.free.len());
                 self.bytes -= buffer.capacity();
                 buffer
             }
@@ -90,6 +108,30 @@ impl BufferPool {
             class.free.push(buffer);
             self.bytes += capacity;
         }
+    }
+
+    /// Frees the buffers that stayed in the pool since the last trim, at
+    /// most once per [`TRIM_INTERVAL`] (the first call only starts the
+    /// interval).
+    pub fn trim(&mut self, now: Instant) {
+        match self.next_trim {
+            Some(t) if now < t => return,
+            Some(_) => {
+                for class in &mut self.sizes {
+                    for buffer in class.free.drain(..class.unused) {
+                        self.bytes -= buffer.capacity();
+                    }
+                    class.unused = class.free.len();
+                }
+            }
+            None => {}
+        }
+        self.next_trim = Some(now + TRIM_INTERVAL);
+    }
+
+    /// Capacity of the buffers kept.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Buffers kept, of all sizes.
@@ -202,6 +244,34 @@ mod tests {
             pool.take(50);
             pool.take(1600);
         }
+        assert_eq!(pool.bytes, 0);
+    }
+
+    #[test]
+    fn buffers_not_handed_out_for_a_whole_interval_are_freed() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut pool = BufferPool::new(1600);
+        pool.trim(t0);
+        for _ in 0..10 {
+            pool.put(Vec::with_capacity(1600), ROOM);
+        }
+        // The first interval: the ten came in and were never all needed
+        // out, but the trim counts from its own start, when none were kept.
+        pool.trim(t0 + TRIM_INTERVAL);
+        assert_eq!(pool.len(), 10);
+        // Steady use of three at a time: seven were never needed.
+        for _ in 0..100 {
+            let b: Vec<_> = (0..3).map(|_| pool.take(1500)).collect();
+            b.into_iter().for_each(|b| pool.put(b, ROOM));
+        }
+        pool.trim(t0 + TRIM_INTERVAL + TRIM_INTERVAL / 2);
+        assert_eq!(pool.len(), 10, "not before the interval is over");
+        pool.trim(t0 + 2 * TRIM_INTERVAL);
+        assert_eq!(pool.len(), 3);
+        assert_eq!(pool.bytes, 3 * 1600);
+        // Idle for an interval: the rest goes.
+        pool.trim(t0 + 3 * TRIM_INTERVAL);
+        assert!(pool.is_empty());
         assert_eq!(pool.bytes, 0);
     }
 

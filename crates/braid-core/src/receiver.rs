@@ -134,6 +134,16 @@ impl Receiver {
         self.buffers.put(buffer, room);
     }
 
+    /// Frees pooled buffers unused for a while (see [`BufferPool::trim`]).
+    pub fn trim_buffers(&mut self, now: Instant) {
+        self.buffers.trim(now);
+    }
+
+    /// Bytes of buffers kept for reuse.
+    pub fn pooled_bytes(&self) -> usize {
+        self.buffers.bytes()
+    }
+
     pub fn resequencer(&self) -> &Resequencer {
         &self.reseq
     }

@@ -354,6 +354,16 @@ impl Sender {
         self.buffers.put(buffer, self.pool_room());
     }
 
+    /// Frees pooled buffers unused for a while (see [`BufferPool::trim`]).
+    pub fn trim_buffers(&mut self, now: Instant) {
+        self.buffers.trim(now);
+    }
+
+    /// Bytes of buffers kept for reuse.
+    pub fn pooled_bytes(&self) -> usize {
+        self.buffers.bytes()
+    }
+
     /// Bytes the buffer pool may hold: the send queue's unused room, so
     /// that queue and pool together stay within its bound.
     fn pool_room(&self) -> usize {

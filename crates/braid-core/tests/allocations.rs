@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use braid_core::crypto::{PublicKey, StaticKeypair};
+use braid_core::sender::BUFFER_CAPACITY;
 use braid_core::session::{
     ClientConfig, Endpoint, EndpointConfig, PathConfig, PathRole, PeerConfig, Session,
     SessionConfig, MAX_DATAGRAM_LEN,
@@ -283,6 +284,18 @@ impl Pair {
     }
 }
 
+/// Bytes the client's and the server's session keep in their pools.
+fn pooled(pair: &Pair) -> (usize, usize) {
+    let server = pair
+        .server
+        .session(pair.server.peer_id(&pair.client_key).unwrap())
+        .unwrap();
+    (
+        pair.client.sender().pooled_bytes() + pair.client.receiver().pooled_bytes(),
+        server.sender().pooled_bytes() + server.receiver().pooled_bytes(),
+    )
+}
+
 fn measure(resend_losses: bool) -> (Phases, u64) {
     let mut pair = Pair::new(resend_losses);
     let start = pair.now;
@@ -293,7 +306,20 @@ fn measure(resend_losses: bool) -> (Phases, u64) {
     pair.phases = Phases::default();
     pair.delivered = 0;
     pair.run(start + Duration::from_secs(6), true);
-    (pair.phases, pair.delivered)
+    let (phases, delivered) = (pair.phases, pair.delivered);
+    // The buffers steady traffic cycles through are kept...
+    let busy = pooled(&pair);
+    println!("pooled while busy: {busy:?}");
+    assert!(busy.0 > BUFFER_CAPACITY && busy.1 > BUFFER_CAPACITY);
+    // ...and given back once the sessions fall idle (the client's probes
+    // and the server's answers still run; what they cycle through, under
+    // one full-size buffer, stays).
+    pair.run(start + Duration::from_secs(9), false);
+    assert!(pair.client.is_connected());
+    let idle = pooled(&pair);
+    println!("pooled after 3 s idle: {idle:?}");
+    assert!(idle.0 < BUFFER_CAPACITY && idle.1 < BUFFER_CAPACITY);
+    (phases, delivered)
 }
 
 /// The data plane's own allocations, per packet, with traffic both ways
@@ -301,7 +327,8 @@ fn measure(resend_losses: bool) -> (Phases, u64) {
 /// the way in (`send_flow_from`), out (`poll_transmit`) or up
 /// (`poll_deliver`). What remains is per loss report (one every 50 ms per
 /// side, whose entries are a list), not per packet: 4.56 allocations per
-/// packet before the buffers were pooled.
+/// packet before the buffers were pooled. And the pools give their
+/// buffers back once traffic stops.
 #[test]
 fn steady_traffic_allocates_nothing_per_packet() {
     let (phases, delivered) = measure(true);

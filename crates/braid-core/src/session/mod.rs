@@ -542,6 +542,7 @@ impl Session {
         bytes: &mut [u8],
     ) -> Result<(), DropReason> {
         self.last_now = now;
+        self.trim_buffers(now);
         let result = self.dispatch(now, path, remote, bytes);
         if let Err(reason) = result {
             self.drops.add(reason);
@@ -950,6 +951,14 @@ impl Session {
         }
     }
 
+    /// Gives back what the buffer pools kept and did not use for a while:
+    /// a session idle after a burst does not keep the burst's buffers.
+    /// On every input, so an idle session's probes trim too.
+    fn trim_buffers(&mut self, now: Instant) {
+        self.sender.trim_buffers(now);
+        self.receiver.trim_buffers(now);
+    }
+
     /// The next inner packet from the peer, in order.
     pub fn poll_deliver(&mut self) -> Option<Delivery> {
         let d = self.receiver.poll_deliver()?;
@@ -1039,6 +1048,7 @@ impl Session {
 
     pub fn handle_timeout(&mut self, now: Instant) {
         self.last_now = now;
+        self.trim_buffers(now);
         self.sender.handle_timeout(now);
         self.receiver.handle_timeout(now);
         if let Some(stream) = &mut self.stream {
