@@ -348,8 +348,8 @@ impl Sender {
         self.buffers.copy_of(payload)
     }
 
-    /// Gives back the buffer of a [`Transmit`] once its bytes are copied
-    /// out.
+    /// Gives back a buffer done with: a [`Transmit`]'s once its bytes are
+    /// copied out, or a payload no longer needed.
     pub fn recycle(&mut self, buffer: Vec<u8>) {
         self.buffers.put(buffer, self.pool_room());
     }
@@ -736,7 +736,7 @@ impl Sender {
         };
         if let Some(refused) = self.in_flight.keep(path, pseq, kept) {
             self.counters.reinject_not_kept += 1;
-            self.buffers.put(refused.payload, self.pool_room());
+            self.recycle(refused.payload);
         }
     }
 
@@ -974,7 +974,7 @@ impl Sender {
                     self.probe_down_paths(now, set, &q);
                     match only {
                         Some((i, pseq)) => self.keep_sent(i, pseq, q),
-                        None => self.buffers.put(q.payload, self.pool_room()),
+                        None => self.recycle(q.payload),
                     }
                 }
                 Decision::SendBehind { path, ahead_bytes } => {
