@@ -1188,6 +1188,11 @@ fn client_path(tunnel: &Tunnel, i: usize) -> Value {
     tunnel.status("client")["session"]["paths"][i].clone()
 }
 
+/// The server's view of its (only) client's path `i`.
+fn server_path(tunnel: &Tunnel, i: usize) -> Value {
+    tunnel.status("server")["peers"][0]["session"]["paths"][i].clone()
+}
+
 /// Waits until `limit` after `start` for `pred` on the client's path `i`;
 /// returns how long after `start` it held.
 fn wait_for_path(
@@ -1198,8 +1203,22 @@ fn wait_for_path(
     what: &str,
     pred: impl Fn(&Value) -> bool,
 ) -> Duration {
+    wait_for_path_of(client_path, tunnel, i, start, limit, what, pred)
+}
+
+/// `wait_for_path` on the path `path_of` reads (the client's or the
+/// server's view).
+fn wait_for_path_of(
+    path_of: fn(&Tunnel, usize) -> Value,
+    tunnel: &Tunnel,
+    i: usize,
+    start: Instant,
+    limit: Duration,
+    what: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Duration {
     loop {
-        let p = client_path(tunnel, i);
+        let p = path_of(tunnel, i);
         if pred(&p) {
             return start.elapsed();
         }
@@ -1214,17 +1233,22 @@ fn wait_for_path(
 
 /// Pings through the tunnel while lab path 1 (the client's path 0) is
 /// cut: every answer then came over path 2. Returns path 2's TX packets
-/// during the pings; path 1 is restored after.
+/// during the pings; path 1 is restored after. Both ends must have marked
+/// the path down first: an end that has not may still send into it.
 fn ping_over_p2_alone(tunnel: &Tunnel, p1_spec: &str) -> u64 {
     tunnel.set("p1", &format!("{p1_spec},loss=100%"));
-    wait_for_path(
-        tunnel,
-        0,
-        Instant::now(),
-        Duration::from_secs(2),
-        "down",
-        |p| p["state"] == "down",
-    );
+    let cut = Instant::now();
+    for path_of in [client_path, server_path] {
+        wait_for_path_of(
+            path_of,
+            tunnel,
+            0,
+            cut,
+            Duration::from_secs(2),
+            "down",
+            |p| p["state"] == "down",
+        );
+    }
     let before = client_path(tunnel, 1)["tx_packets"].as_u64().unwrap();
     assert_eq!(
         ping(tunnel, SERVER_TUN, 5),
