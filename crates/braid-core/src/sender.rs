@@ -218,6 +218,32 @@ fn wire_bytes(payload: usize) -> u64 {
     wire::ip_packet_len(payload) as u64
 }
 
+/// What the scheduling window must hold so that a slow path can carry
+/// datagrams that the faster paths will not have delivered before it
+/// does: what each path delivers while the slowest one's packet is on its
+/// way (its rate times its lead in one-way delay, at most a second's
+/// worth), plus [`WINDOW_SLACK`], and at least four full datagrams per
+/// path. A datagram entering the window waits behind about that much, so
+/// it is kept to what is needed. `estimated` yields (rate in bit/s,
+/// smoothed one-way delay in µs) of each path that has both; with none,
+/// the budget is [`INITIAL_WINDOW_BYTES`]. Two passes over `estimated`,
+/// so nothing is collected.
+fn window_budget<I>(estimated: impl Fn() -> I, paths: usize) -> u64
+where
+    I: Iterator<Item = (f64, f64)>,
+{
+    if estimated().next().is_none() {
+        return INITIAL_WINDOW_BYTES;
+    }
+    let slowest = estimated().map(|e| e.1).fold(f64::MIN, f64::max);
+    let slack = WINDOW_SLACK.as_secs_f64();
+    let bytes: f64 = estimated()
+        .map(|(bps, owd_us)| bps / 8.0 * (((slowest - owd_us) / 1e6).min(1.0) + slack))
+        .sum();
+    let floor = 4 * wire_bytes(MAX_DATAGRAM) * paths as u64;
+    (bytes as u64).max(floor)
+}
+
 /// Largest datagram the sender accepts: a 1500-byte path MTU less IPv4/UDP
 /// headers and braid's own.
 pub const MAX_DATAGRAM: usize = 1500 - IP_UDP_OVERHEAD - DATA_HEADER_LEN;
@@ -572,30 +598,17 @@ impl Sender {
         }
     }
 
-    /// What the scheduling window must hold so that a slow path can carry
-    /// datagrams that the faster paths will not have delivered before it
-    /// does: what each path delivers while the slowest one's packet is on
-    /// its way (its rate times its lead in one-way delay), plus slack, and
-    /// at least a few packets per path. A datagram entering the window
-    /// waits behind about that much, so it is kept to what is needed.
+    /// The scheduling window's budget from the paths' current estimates
+    /// (see [`window_budget`]).
     fn compute_window_budget(&self) -> u64 {
-        // Called on every acknowledgement: two passes, nothing collected.
+        // Called on every acknowledgement: nothing collected.
         let estimated = || {
             self.paths
                 .iter()
                 .filter(|p| p.owd.has_samples())
                 .filter_map(|p| Some((p.bandwidth_bps()?, p.owd.smoothed_us())))
         };
-        if estimated().next().is_none() {
-            return INITIAL_WINDOW_BYTES;
-        }
-        let slowest = estimated().map(|e| e.1).fold(f64::MIN, f64::max);
-        let slack = WINDOW_SLACK.as_secs_f64();
-        let bytes: f64 = estimated()
-            .map(|(bps, owd_us)| bps / 8.0 * (((slowest - owd_us) / 1e6).min(1.0) + slack))
-            .sum();
-        let floor = 4 * wire_bytes(MAX_DATAGRAM) * self.paths.len() as u64;
-        (bytes as u64).max(floor)
+        window_budget(estimated, self.paths.len())
     }
 
     /// CoDel's interval: a round trip of the slowest path, at least 100 ms.
@@ -1238,6 +1251,39 @@ mod tests {
             }
         }
         (data, skips)
+    }
+
+    /// The window budget for these (rate in bit/s, one-way delay in ms)
+    /// estimates among `paths` paths.
+    fn budget(estimates: &[(f64, f64)], paths: usize) -> u64 {
+        window_budget(|| estimates.iter().map(|&(bps, ms)| (bps, ms * 1e3)), paths)
+    }
+
+    #[test]
+    fn the_window_budget_is_each_paths_rate_over_its_lead_plus_slack() {
+        // No estimate yet: the initial budget, whatever the number of paths.
+        assert_eq!(budget(&[], 2), INITIAL_WINDOW_BYTES);
+        assert_eq!(budget(&[], 8), INITIAL_WINDOW_BYTES);
+        // 80 Mbit/s at 10 ms leads 8 Mbit/s at 50 ms by 40 ms: it delivers
+        // 10 MB/s x (40 + 5) ms; the slowest path only its 5 ms of slack.
+        let pair = [(80e6, 10.0), (8e6, 50.0)];
+        assert_eq!(budget(&pair, 2), 450_000 + 5_000);
+        // The order of the paths does not matter.
+        assert_eq!(budget(&[(8e6, 50.0), (80e6, 10.0)], 2), 455_000);
+        // Three paths: each path's lead is over the slowest, not the next.
+        let three = [(80e6, 10.0), (40e6, 30.0), (8e6, 50.0)];
+        assert_eq!(budget(&three, 3), 450_000 + 5e6 as u64 / 40 + 5_000);
+        // A lead counts for at most a second (within a byte: the rate times
+        // 1.005 s is not exact in floating point).
+        let capped = budget(&[(8e6, 0.0), (8e6, 3_000.0)], 2);
+        assert!(capped.abs_diff(1_005_000 + 5_000) <= 1, "{capped}");
+        // At least four full datagrams per path, estimated or not.
+        let full = wire_bytes(MAX_DATAGRAM);
+        assert_eq!(full, 1500);
+        assert_eq!(budget(&[(1e6, 10.0), (1e6, 10.0)], 2), 4 * full * 2);
+        assert_eq!(budget(&[(1e6, 10.0)], 3), 4 * full * 3);
+        // Just above the floor, the rates decide.
+        assert_eq!(budget(&[(20e6, 10.0)], 1), 12_500);
     }
 
     #[test]
