@@ -53,24 +53,31 @@ fuzz_target!(|data: &[u8]| {
                 } else {
                     PacketWriter::control()
                 };
-                for _ in 0..input.u8() % 4 {
+                // Segments with a length, then perhaps one without (its
+                // data runs to the end of the packet).
+                let lengthed = input.u8() % 4;
+                let unlengthed = input.u8() % 2 == 0;
+                let next = |input: &mut Input| {
                     let (conn_seq, id, offset, fin) = (
                         input.u64() % (2 * WINDOW),
                         input.u32() % 20,
                         input.u64() % (2 * WINDOW),
                         input.u8() % 2 == 0,
                     );
-                    let len = usize::from(input.u16() % 1443);
+                    let len = usize::from(input.u16() % 1463);
                     let payload = input.take(len).to_vec();
-                    w.segment(&Segment {
-                        conn_seq,
-                        stream: id,
-                        offset,
-                        fin: fin || payload.is_empty(),
-                        data: &payload,
-                    });
+                    (conn_seq, id, offset, fin || payload.is_empty(), payload)
+                };
+                for _ in 0..lengthed {
+                    let v = next(&mut input);
+                    w.segment(&segment(&v));
                 }
-                let bytes = w.finish();
+                let bytes = if unlengthed {
+                    let v = next(&mut input);
+                    w.finish_with_segment(&segment(&v))
+                } else {
+                    w.finish()
+                };
                 let _ = bounded("handle_packet", || conn.handle_packet(now, path, &bytes));
             }
             1 => {
@@ -141,3 +148,16 @@ fuzz_target!(|data: &[u8]| {
         );
     }
 });
+
+/// A segment's numbers, fin and data, drawn from the input.
+type SegmentValues = (u64, u32, u64, bool, Vec<u8>);
+
+fn segment(v: &SegmentValues) -> Segment<'_> {
+    Segment {
+        conn_seq: v.0,
+        stream: v.1,
+        offset: v.2,
+        fin: v.3,
+        data: &v.4,
+    }
+}

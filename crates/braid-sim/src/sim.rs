@@ -89,11 +89,8 @@ impl Scenario {
     /// Bytes on the path per datagram (or segment) of payload.
     pub fn wire_bytes(&self) -> usize {
         match (self.mode, &self.session) {
-            (Mode::Reliable, _) => {
-                self.payload_bytes
-                    + braid_core::stream::frame::DATA_PACKET_OVERHEAD
-                    + IP_UDP_OVERHEAD
-            }
+            // Segments are cut to fill the path MTU.
+            (Mode::Reliable, _) => braid_core::stream::frame::PATH_MTU,
             (Mode::Datagram, Some(_)) => self.payload_bytes + SESSION_OVERHEAD + IP_UDP_OVERHEAD,
             (Mode::Datagram, None) => braid_core::wire::ip_packet_len(self.payload_bytes),
         }
@@ -345,7 +342,7 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
         Mode::Reliable => {
             // Segments fill the packet; the payload size is not a choice.
             let mut r = s.clone();
-            r.payload_bytes = braid_core::stream::frame::MAX_SEGMENT_DATA;
+            r.payload_bytes = braid_core::stream::frame::FIRST_GIB_SEGMENT_DATA;
             crate::budget::check(&r)?;
             return crate::reliable::run(&r);
         }

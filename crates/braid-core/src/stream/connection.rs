@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::error::{code, StreamError};
+use super::frame::{data_packet_overhead, MAX_SEGMENT_DATA, MAX_SEQUENCE, PATH_MTU};
 use super::frame::{DataAck, Frame, PacketWriter, Segment, StreamPacket};
-use super::frame::{DATA_PACKET_OVERHEAD, MAX_SEGMENT_DATA};
 use super::outstanding::{Outstanding, SentSegment};
 use super::path::{self, Fate, StreamPath};
 use super::receive_window::{Arrival, ReceiveWindow};
@@ -156,21 +156,23 @@ impl Connection {
         }
     }
 
-    /// Largest segment payload with this carrier.
-    fn max_segment(&self) -> usize {
-        MAX_SEGMENT_DATA
-            .saturating_sub(self.config.carrier_overhead)
-            .max(1)
+    /// Largest payload of a segment with these numbers that fills a
+    /// [`PATH_MTU`] packet with this carrier (at least one byte: a bare fin
+    /// takes one sequence number).
+    fn max_segment(&self, conn_seq: u64, stream: u32, offset: u64) -> usize {
+        PATH_MTU
+            .saturating_sub(
+                IP_UDP_OVERHEAD
+                    + self.config.carrier_overhead
+                    + data_packet_overhead(conn_seq, stream, offset),
+            )
+            .clamp(1, MAX_SEGMENT_DATA)
     }
 
-    /// Bytes a packet carrying `payload` segment bytes occupies on a path.
-    fn wire_bytes(&self, payload: usize) -> u64 {
-        (payload + DATA_PACKET_OVERHEAD + IP_UDP_OVERHEAD + self.config.carrier_overhead) as u64
-    }
-
-    /// Bytes a full-size data packet occupies on a path.
+    /// Bytes a full-size data packet occupies on a path: segments are cut
+    /// to fill the path MTU.
     fn full_packet(&self) -> u64 {
-        self.wire_bytes(self.max_segment())
+        PATH_MTU as u64
     }
 
     pub fn path(&self, i: usize) -> Option<&crate::path::PathSender> {
@@ -536,19 +538,27 @@ impl Connection {
     /// peer's flow-control limit, and sends it on path `i`.
     fn send_new(&mut self, now: Instant, i: usize) -> Option<Transmit> {
         let credit = self.peer_max_data.saturating_sub(self.next_conn_seq);
-        let max = usize::try_from(credit)
-            .unwrap_or(usize::MAX)
-            .min(self.max_segment());
-        if max == 0 {
+        if credit == 0 {
             return None;
         }
         let turn = self.next_stream_turn;
-        let id = self
+        let (id, offset) = self
             .send_streams
             .range(turn..)
             .chain(self.send_streams.range(..turn))
             .find(|(_, s)| s.has_data())
-            .map(|(&id, _)| id)?;
+            .map(|(&id, s)| (id, s.next_offset()))?;
+        let seq = self.next_conn_seq;
+        let max = usize::try_from(credit)
+            .unwrap_or(usize::MAX)
+            .min(self.max_segment(seq, id, offset));
+        // Past this a segment's numbers no longer fit the wire (2^62 bytes:
+        // years at 100 Gbit/s), so the connection ends instead of wrapping.
+        let fits = |n: u64| n.checked_add(max as u64).is_some_and(|e| e <= MAX_SEQUENCE);
+        if !fits(seq) || !fits(offset) {
+            self.fail(StreamError::SequenceExhausted, code::PROTOCOL);
+            return None;
+        }
         let cut = self.send_streams.get_mut(&id)?.cut(max)?;
         self.next_stream_turn = id.wrapping_add(1);
         self.pending_bytes -= cut.data.len();
@@ -560,7 +570,6 @@ impl Connection {
             copies_in_flight: 0,
             paths_tried: 0,
         };
-        let seq = self.next_conn_seq;
         self.next_conn_seq += seg.conn_len();
         self.outstanding.insert(seq, seg.clone());
         Some(self.transmit(now, i, seq, &seg, false))
@@ -574,22 +583,23 @@ impl Connection {
         seg: &SentSegment,
         probe: bool,
     ) -> Transmit {
-        let ip_bytes = self.wire_bytes(seg.data.len());
+        let packet_len = data_packet_overhead(seq, seg.stream, seg.offset) + seg.data.len();
+        let ip_bytes = (packet_len + IP_UDP_OVERHEAD + self.config.carrier_overhead) as u64;
         let app_limited = !self.has_new_data();
         let pseq = self.paths[i].on_sent(now, seq, ip_bytes, app_limited, probe);
         self.outstanding.on_copy_sent(seq, i as u8, probe);
         self.counters.sent_bytes += seg.data.len() as u64;
-        let mut w = PacketWriter::data(i as u8, pseq);
-        w.segment(&Segment {
+        let data = PacketWriter::data(i as u8, pseq).finish_with_segment(&Segment {
             conn_seq: seq,
             stream: seg.stream,
             offset: seg.offset,
             fin: seg.fin,
             data: &seg.data,
         });
+        debug_assert_eq!(data.len(), packet_len);
         Transmit {
             path: i as u8,
-            data: w.finish(),
+            data,
         }
     }
 

@@ -36,4 +36,6 @@ pub enum StreamError {
     Finished(u32),
     #[error("path {0} does not exist")]
     UnknownPath(u8),
+    #[error("connection sequence space used up (2^62 bytes)")]
+    SequenceExhausted,
 }

@@ -8,11 +8,21 @@
 //!                                                    counted by the path's congestion control)
 //! Control packet:  0x02 frames...                   (acknowledgements; never acknowledged)
 //!
-//! Segment:   0x01 conn_seq(8) stream(4) offset(8) fin(1) len(2) data(len)
+//! Segment:   0x01|flags conn_seq(v) stream(v) offset(v) [len(v)] data
 //! PathAck:   0x02 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
 //! DataAck:   0x03 cumulative(8) max_data(8) count(1) { start(8) end(8) } * count
 //! Abort:     0x04 code(4)
 //! ```
+//!
+//! `(v)` is a QUIC variable-length integer (RFC 9000, section 16: 1, 2, 4
+//! or 8 bytes for values below 2^6, 2^14, 2^30, 2^62). A segment's type byte
+//! carries two flags: [`SEGMENT_FIN`] and [`SEGMENT_LEN`]. Without
+//! `SEGMENT_LEN` the segment's data runs to the end of the packet (the
+//! last frame; the stream sends one segment per data packet, so it never
+//! spends bytes on a length). In the first GiB of a connection a segment's
+//! header is 10 bytes instead of a fixed 24: a 1500-byte packet carries
+//! 1,456 bytes of data (bare) or 1,429 (in the tunnel session), against
+//! TCP's 1,448 with timestamps.
 //!
 //! `conn_seq` numbers the connection's bytes across all streams (pTCP's
 //! connection-level sequence space): acknowledgements and flow control count
@@ -23,16 +33,43 @@
 
 use crate::wire::AckFrame;
 
-/// Largest segment payload: a segment's packet fills a 1500-byte IP packet.
-pub const MAX_SEGMENT_DATA: usize = 1500 - crate::wire::IP_UDP_OVERHEAD - DATA_PACKET_OVERHEAD;
-/// Bytes of a data packet around one segment's payload.
-pub const DATA_PACKET_OVERHEAD: usize = DATA_PREFIX_LEN + SEGMENT_HEADER_LEN;
+/// IP packet size a data packet fills.
+pub const PATH_MTU: usize = 1500;
+/// Largest segment payload: a segment with the smallest header (every
+/// number below 64, no length) filling a [`PATH_MTU`] IP packet.
+pub const MAX_SEGMENT_DATA: usize =
+    PATH_MTU - crate::wire::IP_UDP_OVERHEAD - DATA_PREFIX_LEN - MIN_SEGMENT_HEADER_LEN;
 /// Most selective-acknowledgement ranges one `DataAck` carries.
 pub const MAX_SACK_RANGES: usize = 16;
+/// Largest connection sequence number or stream offset a segment can carry
+/// (a QUIC variable-length integer's range).
+pub const MAX_SEQUENCE: u64 = octets::MAX_VAR_INT;
+/// Set in a segment's type byte: the stream ends with this segment.
+pub const SEGMENT_FIN: u8 = 0x10;
+/// Set in a segment's type byte: a length precedes the data (otherwise the
+/// data runs to the end of the packet).
+pub const SEGMENT_LEN: u8 = 0x20;
 
 const DATA_PREFIX_LEN: usize = 6;
-const SEGMENT_HEADER_LEN: usize = 24;
+const MIN_SEGMENT_HEADER_LEN: usize = 4;
 const PATH_ACK_LEN: usize = 22;
+
+/// Bytes of a data packet around a last (unlengthed) segment with these
+/// numbers. Every number must be at most [`MAX_SEQUENCE`].
+pub const fn data_packet_overhead(conn_seq: u64, stream: u32, offset: u64) -> usize {
+    DATA_PREFIX_LEN
+        + 1
+        + octets::varint_len(conn_seq)
+        + octets::varint_len(stream as u64)
+        + octets::varint_len(offset)
+}
+
+/// Payload of a full segment of the first stream within a connection's
+/// first GiB (4-byte numbers), bare: the size the simulator counts
+/// reliable goodput against.
+pub const FIRST_GIB_SEGMENT_DATA: usize =
+    PATH_MTU - crate::wire::IP_UDP_OVERHEAD - data_packet_overhead((1 << 30) - 1, 0, (1 << 30) - 1);
+const _: () = assert!(FIRST_GIB_SEGMENT_DATA == 1456);
 
 const KIND_DATA: u8 = 0x01;
 const KIND_CONTROL: u8 = 0x02;
@@ -125,10 +162,6 @@ impl<'a> Reader<'a> {
     fn u8(&mut self) -> Result<u8, FrameError> {
         Ok(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Result<u16, FrameError> {
-        let b = self.take(2)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
     fn u32(&mut self) -> Result<u32, FrameError> {
         let b = self.take(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -137,6 +170,22 @@ impl<'a> Reader<'a> {
         let mut a = [0u8; 8];
         a.copy_from_slice(self.take(8)?);
         Ok(u64::from_be_bytes(a))
+    }
+    /// A QUIC variable-length integer.
+    fn varint(&mut self) -> Result<u64, FrameError> {
+        let rest = &self.buf[self.pos.min(self.buf.len())..];
+        let mut o = octets::Octets::with_slice(rest);
+        let v = o.get_varint().map_err(|_| FrameError::Truncated {
+            needed: self
+                .pos
+                .saturating_add(octets::varint_parse_len(rest.first().copied().unwrap_or(0))),
+            have: self.buf.len(),
+        })?;
+        self.pos += o.off();
+        Ok(v)
+    }
+    fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
     }
     fn is_empty(&self) -> bool {
         self.pos >= self.buf.len()
@@ -162,12 +211,16 @@ impl<'a> StreamPacket<'a> {
 
 fn parse_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, FrameError> {
     match r.u8()? {
-        FRAME_SEGMENT => {
-            let conn_seq = r.u64()?;
-            let stream = r.u32()?;
-            let offset = r.u64()?;
-            let fin = r.u8()? != 0;
-            let len = usize::from(r.u16()?);
+        t if t & !(SEGMENT_FIN | SEGMENT_LEN) == FRAME_SEGMENT => {
+            let fin = t & SEGMENT_FIN != 0;
+            let conn_seq = r.varint()?;
+            let stream = u32::try_from(r.varint()?).map_err(|_| FrameError::Overflow)?;
+            let offset = r.varint()?;
+            let len = if t & SEGMENT_LEN != 0 {
+                usize::try_from(r.varint()?).unwrap_or(usize::MAX)
+            } else {
+                r.remaining()
+            };
             if len > MAX_SEGMENT_DATA {
                 return Err(FrameError::SegmentTooLong(len));
             }
@@ -244,18 +297,39 @@ impl PacketWriter {
         }
     }
 
-    /// Appends a segment. Panics if `data` exceeds [`MAX_SEGMENT_DATA`]:
-    /// the stream never builds one (its segmenter caps them).
+    /// Appends a segment with its length, so that frames may follow.
+    /// Panics if `data` exceeds [`MAX_SEGMENT_DATA`] or a number exceeds
+    /// [`MAX_SEQUENCE`]: the stream never builds one (its segmenter caps
+    /// them).
     pub fn segment(&mut self, seg: &Segment<'_>) {
-        assert!(seg.data.len() <= MAX_SEGMENT_DATA, "segment too long");
-        self.buf.push(FRAME_SEGMENT);
-        self.buf.extend_from_slice(&seg.conn_seq.to_be_bytes());
-        self.buf.extend_from_slice(&seg.stream.to_be_bytes());
-        self.buf.extend_from_slice(&seg.offset.to_be_bytes());
-        self.buf.push(u8::from(seg.fin));
-        self.buf
-            .extend_from_slice(&(seg.data.len() as u16).to_be_bytes());
+        self.segment_header(seg, SEGMENT_LEN);
+        self.put_varint(seg.data.len() as u64);
         self.buf.extend_from_slice(seg.data);
+    }
+
+    /// Appends a segment as the packet's last frame, without a length, and
+    /// returns the packet. Panics as [`PacketWriter::segment`] does.
+    pub fn finish_with_segment(mut self, seg: &Segment<'_>) -> Vec<u8> {
+        self.segment_header(seg, 0);
+        self.buf.extend_from_slice(seg.data);
+        self.buf
+    }
+
+    fn segment_header(&mut self, seg: &Segment<'_>, flags: u8) {
+        assert!(seg.data.len() <= MAX_SEGMENT_DATA, "segment too long");
+        let fin = if seg.fin { SEGMENT_FIN } else { 0 };
+        self.buf.push(FRAME_SEGMENT | fin | flags);
+        self.put_varint(seg.conn_seq);
+        self.put_varint(u64::from(seg.stream));
+        self.put_varint(seg.offset);
+    }
+
+    fn put_varint(&mut self, v: u64) {
+        assert!(v <= MAX_SEQUENCE, "number too large for a varint");
+        let mut bytes = [0u8; 8];
+        let mut o = octets::OctetsMut::with_slice(&mut bytes);
+        let len = o.put_varint(v).expect("8 bytes hold any varint").len();
+        self.buf.extend_from_slice(&bytes[..len]);
     }
 
     pub fn path_ack(&mut self, ack: &AckFrame) {
@@ -291,7 +365,7 @@ impl PacketWriter {
 }
 
 const _: () = assert!(PATH_ACK_LEN == 1 + 1 + 4 + 4 + 4 + 8);
-const _: () = assert!(SEGMENT_HEADER_LEN == 1 + 8 + 4 + 8 + 1 + 2);
+const _: () = assert!(MIN_SEGMENT_HEADER_LEN == 1 + 1 + 1 + 1);
 
 #[cfg(test)]
 mod tests {
@@ -317,13 +391,24 @@ mod tests {
             fin: true,
             data: b"hello",
         };
-        let mut w = PacketWriter::data(2, 41);
-        w.segment(&seg);
-        let bytes = w.finish();
-        assert_eq!(bytes.len(), DATA_PACKET_OVERHEAD + 5);
+        // As the last frame: no length, the data runs to the end.
+        let bytes = PacketWriter::data(2, 41).finish_with_segment(&seg);
+        assert_eq!(bytes.len(), data_packet_overhead(1 << 40, 7, 99) + 5);
+        // 8-byte conn_seq, 1-byte stream, 2-byte offset.
+        assert_eq!(bytes.len(), 6 + 1 + 8 + 1 + 2 + 5);
+        assert_eq!(bytes[6], FRAME_SEGMENT | SEGMENT_FIN);
         let p = StreamPacket::parse(&bytes).unwrap();
         assert_eq!(p.numbered, Some((2, 41)));
-        assert_eq!(p.frames, vec![Frame::Segment(seg)]);
+        assert_eq!(p.frames, vec![Frame::Segment(seg.clone())]);
+        // With a length, frames may follow.
+        let mut w = PacketWriter::data(2, 41);
+        w.segment(&seg);
+        w.abort(3);
+        let bytes = w.finish();
+        assert_eq!(bytes.len(), 6 + 1 + 8 + 1 + 2 + 1 + 5 + 5);
+        assert_eq!(bytes[6], FRAME_SEGMENT | SEGMENT_FIN | SEGMENT_LEN);
+        let p = StreamPacket::parse(&bytes).unwrap();
+        assert_eq!(p.frames, vec![Frame::Segment(seg), Frame::Abort(3)]);
 
         let ack = DataAck {
             cumulative: 10,
@@ -345,6 +430,58 @@ mod tests {
                 Frame::DataAck(ack),
                 Frame::Abort(9)
             ]
+        );
+    }
+
+    /// A segment's header is as long as its numbers need, at each of the
+    /// variable-length integer's boundaries; a full packet's segment in a
+    /// connection's first GiB has 10 bytes of header where it had 24.
+    #[test]
+    fn segment_headers_grow_with_their_numbers() {
+        let cases = [
+            (0, 0, 0, 6 + 4),
+            (63, 63, 63, 6 + 4),
+            (64, 0, 16_383, 6 + 1 + 2 + 1 + 2),
+            (16_384, 64, 1_073_741_823, 6 + 1 + 4 + 2 + 4),
+            ((1 << 30) - 1, 0, (1 << 30) - 1, 6 + 10),
+            (1 << 30, u32::MAX, MAX_SEQUENCE, 6 + 1 + 8 + 8 + 8),
+        ];
+        for (conn_seq, stream, offset, overhead) in cases {
+            assert_eq!(data_packet_overhead(conn_seq, stream, offset), overhead);
+            let seg = Segment {
+                conn_seq,
+                stream,
+                offset,
+                fin: false,
+                data: b"x",
+            };
+            let bytes = PacketWriter::data(0, 0).finish_with_segment(&seg);
+            assert_eq!(bytes.len(), overhead + 1);
+            let p = StreamPacket::parse(&bytes).unwrap();
+            assert_eq!(p.frames, vec![Frame::Segment(seg)]);
+        }
+        assert_eq!(FIRST_GIB_SEGMENT_DATA, 1500 - 28 - 16);
+        assert_eq!(MAX_SEGMENT_DATA, 1500 - 28 - 10);
+    }
+
+    #[test]
+    fn a_segment_of_the_largest_size_parses_and_one_byte_more_does_not() {
+        let data = vec![7u8; MAX_SEGMENT_DATA + 1];
+        let seg = |n: usize| Segment {
+            conn_seq: 0,
+            stream: 0,
+            offset: 0,
+            fin: false,
+            data: &data[..n],
+        };
+        let bytes = PacketWriter::data(0, 0).finish_with_segment(&seg(MAX_SEGMENT_DATA));
+        assert_eq!(bytes.len() + 28, 1500);
+        assert!(StreamPacket::parse(&bytes).is_ok());
+        let mut longer = bytes.clone();
+        longer.push(7);
+        assert_eq!(
+            StreamPacket::parse(&longer),
+            Err(FrameError::SegmentTooLong(MAX_SEGMENT_DATA + 1))
         );
     }
 
@@ -374,12 +511,56 @@ mod tests {
             StreamPacket::parse(&bytes),
             Err(FrameError::Truncated { .. })
         ));
-        // Length field past the largest segment.
-        let n = bytes.len();
-        bytes[n - 5..n - 3].copy_from_slice(&u16::MAX.to_be_bytes());
+        // Length field past the largest segment (a 2-byte varint of 16,383
+        // in place of the 1-byte 4).
+        let mut bytes = vec![
+            KIND_CONTROL,
+            FRAME_SEGMENT | SEGMENT_LEN,
+            0,
+            0,
+            0,
+            0x7f,
+            0xff,
+        ];
+        bytes.extend_from_slice(&[0; 16_383]);
         assert_eq!(
             StreamPacket::parse(&bytes),
-            Err(FrameError::SegmentTooLong(usize::from(u16::MAX)))
+            Err(FrameError::SegmentTooLong(16_383))
+        );
+        // A number cut short: an 8-byte varint with 3 bytes left.
+        assert_eq!(
+            StreamPacket::parse(&[KIND_CONTROL, FRAME_SEGMENT, 0xc0, 0, 0]),
+            Err(FrameError::Truncated {
+                needed: 10,
+                have: 5
+            })
+        );
+        // A stream id past 32 bits.
+        let mut bytes = vec![
+            KIND_CONTROL,
+            FRAME_SEGMENT,
+            0,
+            0xc0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+            0,
+            0,
+            1,
+        ];
+        assert_eq!(StreamPacket::parse(&bytes), Err(FrameError::Overflow));
+        bytes[6] = 0;
+        assert!(
+            StreamPacket::parse(&bytes).is_ok(),
+            "u32::MAX + 1 is 0x1_0000_0000"
+        );
+        // Type bits other than the two flags make no segment.
+        assert_eq!(
+            StreamPacket::parse(&[KIND_CONTROL, FRAME_SEGMENT | 0x40, 0, 0, 0, 1]),
+            Err(FrameError::FrameType(FRAME_SEGMENT | 0x40))
         );
         // Empty segment without fin.
         let mut w = PacketWriter::control();
@@ -394,16 +575,17 @@ mod tests {
             StreamPacket::parse(&w.finish()),
             Err(FrameError::EmptySegment)
         );
-        // Sequence range wrapping past 2^64.
+        // The largest numbers a varint holds, with data: no overflow of
+        // 64 bits, so they parse (the sender never reaches them).
         let mut w = PacketWriter::control();
         w.segment(&Segment {
-            conn_seq: u64::MAX,
+            conn_seq: MAX_SEQUENCE,
             stream: 0,
-            offset: 0,
+            offset: MAX_SEQUENCE,
             fin: false,
             data: b"ab",
         });
-        assert_eq!(StreamPacket::parse(&w.finish()), Err(FrameError::Overflow));
+        assert!(StreamPacket::parse(&w.finish()).is_ok());
         // Ranges not above the cumulative point, or empty.
         for ranges in [vec![(5, 8)], vec![(20, 20)], vec![(20, 30), (25, 40)]] {
             let mut w = PacketWriter::control();

@@ -37,6 +37,11 @@ impl SendStream {
         self.fin_requested
     }
 
+    /// Stream offset of the next segment [`SendStream::cut`] makes.
+    pub fn next_offset(&self) -> u64 {
+        self.next_offset
+    }
+
     /// Whether [`SendStream::cut`] would produce a segment.
     pub fn has_data(&self) -> bool {
         !self.pending.is_empty() || (self.fin_requested && !self.fin_sent)
