@@ -1730,3 +1730,43 @@ fn the_server_takes_turns_between_clients() {
         assert!(order[..8].windows(2).all(|w| w[0] != w[1]), "{order:?}");
     }
 }
+
+/// The client's interface for path 0 goes away while the tunnel is idle;
+/// the server does not know yet and may answer into path 0. Whenever the
+/// client's requests come (at once, before or after the server's own
+/// silence limit), every answer reaches it: what the server sends into the
+/// dead path is sent again on path 1 once the path falls silent.
+#[test]
+fn every_reply_reaches_a_client_whose_link_was_lost_whenever_it_asks() {
+    for wait in [0, 2, 10, 60, 200, 249, 251, 300] {
+        let mut pair = connected(&[1, 1]);
+        pair.exchange(20, ms(100));
+        pair.run_for(ms(2000));
+        pair.links[0].up = false;
+        pair.client.handle_link_change(pair.now, 0, false);
+        pair.flush();
+        pair.run_for(ms(wait));
+        for i in 1000..1005u32 {
+            pair.client.send(pair.now, tagged(0, i)).unwrap();
+            let asked = pair.server_got.len();
+            let deadline = pair.now + ms(50);
+            while pair.server_got.len() == asked && pair.now < deadline {
+                pair.run_for(ms(1));
+            }
+            assert_eq!(
+                pair.server_got.len(),
+                asked + 1,
+                "request {i} after {wait} ms"
+            );
+            let peer = pair.peer();
+            pair.server.send(pair.now, peer, tagged(1, i)).unwrap();
+            let answered = pair.client_got.len();
+            pair.run_for(ms(1000));
+            assert_eq!(
+                pair.client_got[answered..],
+                [tagged(1, i)],
+                "reply {i}, requests from {wait} ms after the cut"
+            );
+        }
+    }
+}

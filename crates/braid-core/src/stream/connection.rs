@@ -648,3 +648,75 @@ impl Connection {
         self.outstanding.drop_retransmissions = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::IP_UDP_OVERHEAD;
+
+    fn connection(carrier_overhead: usize) -> (Connection, u32) {
+        let config = Config {
+            carrier_overhead,
+            ..Config::default()
+        };
+        let mut conn = Connection::new(config, &[CcKind::Bbr], Instant::from_nanos(0));
+        let stream = conn.open_stream().unwrap();
+        (conn, stream)
+    }
+
+    /// Each segment is cut for its own header, so that its packet, with the
+    /// carrier's overhead, fills the path MTU exactly, and the path counts
+    /// the IP bytes it carries.
+    #[test]
+    fn segments_fill_the_path_mtu_and_the_path_counts_their_ip_bytes() {
+        for carrier in [0, crate::session::STREAM_OVERHEAD] {
+            let (mut conn, stream) = connection(carrier);
+            conn.write(stream, &[5; 400_000]).unwrap();
+            let mut sent = Vec::new();
+            // No acknowledgement comes: the initial window and pacing
+            // decide how many leave in the first 50 ms.
+            for ms in 0..50 {
+                let now = Instant::from_nanos(ms * 1_000_000);
+                while let Some(t) = conn.poll_transmit(now) {
+                    sent.push(t.data.len());
+                }
+            }
+            assert!(sent.len() >= 10, "{sent:?}");
+            for &len in &sent {
+                assert_eq!(len + IP_UDP_OVERHEAD + carrier, PATH_MTU, "{sent:?}");
+            }
+            let counters = &conn.path(0).unwrap().counters;
+            assert_eq!(counters.sent_packets, sent.len() as u64);
+            assert_eq!(counters.sent_bytes, (sent.len() * PATH_MTU) as u64);
+        }
+    }
+
+    /// Past 2^62 a segment's numbers no longer fit the wire: the
+    /// connection fails with an error instead of wrapping, whether the
+    /// connection's sequence or the stream's offset runs out.
+    #[test]
+    fn a_connection_whose_numbers_run_out_fails_instead_of_wrapping() {
+        let now = Instant::from_nanos(0);
+        for (conn_seq, offset) in [(MAX_SEQUENCE - 100, 0), (0, MAX_SEQUENCE - 100)] {
+            let (mut conn, stream) = connection(0);
+            conn.next_conn_seq = conn_seq;
+            conn.peer_max_data = u64::MAX;
+            let s = conn.send_streams.get_mut(&stream).unwrap();
+            s.next_offset_for_test(offset);
+            conn.write(stream, &[1; 5_000]).unwrap();
+            let sent = std::iter::from_fn(|| conn.poll_transmit(now))
+                .take(8)
+                .filter(|t| StreamPacket::parse(&t.data).unwrap().numbered.is_some())
+                .count();
+            assert_eq!(sent, 0, "no segment past the limit");
+            assert_eq!(conn.error(), Some(&StreamError::SequenceExhausted));
+        }
+        // Below the limit the same write goes out.
+        let (mut conn, stream) = connection(0);
+        conn.next_conn_seq = MAX_SEQUENCE - 10_000;
+        conn.peer_max_data = u64::MAX;
+        conn.write(stream, &[1; 5_000]).unwrap();
+        assert!(conn.poll_transmit(now).is_some());
+        assert_eq!(conn.error(), None);
+    }
+}

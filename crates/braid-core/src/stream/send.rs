@@ -42,6 +42,12 @@ impl SendStream {
         self.next_offset
     }
 
+    /// Starts the stream at `offset`, to test the limits of the wire.
+    #[cfg(test)]
+    pub fn next_offset_for_test(&mut self, offset: u64) {
+        self.next_offset = offset;
+    }
+
     /// Whether [`SendStream::cut`] would produce a segment.
     pub fn has_data(&self) -> bool {
         !self.pending.is_empty() || (self.fin_requested && !self.fin_sent)
