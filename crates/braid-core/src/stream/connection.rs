@@ -161,12 +161,17 @@ impl Connection {
     /// takes one sequence number).
     fn max_segment(&self, conn_seq: u64, stream: u32, offset: u64) -> usize {
         PATH_MTU
-            .saturating_sub(
-                IP_UDP_OVERHEAD
-                    + self.config.carrier_overhead
-                    + data_packet_overhead(conn_seq, stream, offset),
-            )
+            .saturating_sub(self.wire_bytes(conn_seq, stream, offset, 0))
             .clamp(1, MAX_SEGMENT_DATA)
+    }
+
+    /// Bytes a packet carrying a segment with these numbers and `payload`
+    /// bytes occupies on a path.
+    fn wire_bytes(&self, conn_seq: u64, stream: u32, offset: u64, payload: usize) -> usize {
+        data_packet_overhead(conn_seq, stream, offset)
+            + payload
+            + IP_UDP_OVERHEAD
+            + self.config.carrier_overhead
     }
 
     /// Bytes a full-size data packet occupies on a path: segments are cut
@@ -583,10 +588,9 @@ impl Connection {
         seg: &SentSegment,
         probe: bool,
     ) -> Transmit {
-        let packet_len = data_packet_overhead(seq, seg.stream, seg.offset) + seg.data.len();
-        let ip_bytes = (packet_len + IP_UDP_OVERHEAD + self.config.carrier_overhead) as u64;
+        let ip_bytes = self.wire_bytes(seq, seg.stream, seg.offset, seg.data.len());
         let app_limited = !self.has_new_data();
-        let pseq = self.paths[i].on_sent(now, seq, ip_bytes, app_limited, probe);
+        let pseq = self.paths[i].on_sent(now, seq, ip_bytes as u64, app_limited, probe);
         self.outstanding.on_copy_sent(seq, i as u8, probe);
         self.counters.sent_bytes += seg.data.len() as u64;
         let data = PacketWriter::data(i as u8, pseq).finish_with_segment(&Segment {
@@ -596,7 +600,10 @@ impl Connection {
             fin: seg.fin,
             data: &seg.data,
         });
-        debug_assert_eq!(data.len(), packet_len);
+        debug_assert_eq!(
+            data.len() + IP_UDP_OVERHEAD + self.config.carrier_overhead,
+            ip_bytes
+        );
         Transmit {
             path: i as u8,
             data,
@@ -652,7 +659,6 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::IP_UDP_OVERHEAD;
 
     fn connection(carrier_overhead: usize) -> (Connection, u32) {
         let config = Config {
