@@ -17,7 +17,8 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
 use super::{
-    hello, DropCounters, DropReason, EndpointConfig, Event, Session, SessionSendError, Transmit,
+    hello::{self, HelloError},
+    DropCounters, DropReason, EndpointConfig, Event, Session, SessionSendError, Transmit,
     MAX_DATAGRAM_LEN,
 };
 use crate::crypto::handshake::{self, Responder, INITIATION_TYPE, MAX_RESPONSE_LEN, RESPONSE_TYPE};
@@ -45,6 +46,12 @@ struct Peer {
     session: Option<Session>,
     /// Receiver indices of `session`, as entered in the index map.
     indices: Vec<u32>,
+    /// The other protocol version of an initiation refused, until the
+    /// owner polls it as an event...
+    refused_version: Option<u8>,
+    /// ...and the version last reported so, until a handshake succeeds:
+    /// a client retrying every second is reported once.
+    reported_version: Option<u8>,
 }
 
 /// Endpoint-level counters (session-level ones are in each session's stats).
@@ -86,6 +93,8 @@ impl Endpoint {
                 last_timestamp: None,
                 session: None,
                 indices: Vec::new(),
+                refused_version: None,
+                reported_version: None,
             });
         }
         super::check_config(&config.session, 1)?;
@@ -191,8 +200,13 @@ impl Endpoint {
             .by_key
             .get(&responder.peer)
             .ok_or(DropReason::UnknownPeer)?;
-        let hello = hello::Initiation::decode(responder.payload())
-            .map_err(|_| DropReason::HandshakeInvalid)?;
+        let hello = match hello::Initiation::decode(responder.payload()) {
+            Ok(hello) => hello,
+            Err(HelloError::Protocol(version)) => {
+                return Err(self.refuse_protocol(peer, remote, responder, version))
+            }
+            Err(HelloError::Malformed) => return Err(DropReason::HandshakeInvalid),
+        };
         if self.peers[peer]
             .last_timestamp
             .is_some_and(|t| hello.timestamp_ns <= t)
@@ -238,11 +252,38 @@ impl Endpoint {
             });
         }
         self.peers[peer].last_timestamp = Some(hello.timestamp_ns);
+        self.peers[peer].reported_version = None;
         self.peers[peer].session = Some(session);
         self.stats.handshakes_accepted += 1;
         self.sync_indices(peer);
         self.responses.push_back((PeerId(peer), remote, out));
         Ok(PeerId(peer))
+    }
+
+    /// Answers an authenticated initiation of another protocol version
+    /// with a response naming ours, so that the client can say why it
+    /// cannot connect, and keeps nothing of it: the keys the response
+    /// makes are dropped, and a session the client has stays as it was.
+    fn refuse_protocol(
+        &mut self,
+        peer: usize,
+        remote: SocketAddr,
+        responder: Responder,
+        version: u8,
+    ) -> DropReason {
+        let mut out = vec![0u8; MAX_RESPONSE_LEN];
+        let index = self.fresh_index();
+        let response = hello::encode_response(0);
+        if let Ok((_, len)) = responder.respond(&self.peers[peer].psk, index, &response, &mut out) {
+            out.truncate(len);
+            self.responses.push_back((PeerId(peer), remote, out));
+        }
+        let p = &mut self.peers[peer];
+        if p.reported_version != Some(version) {
+            p.refused_version = Some(version);
+            p.reported_version = Some(version);
+        }
+        DropReason::ProtocolMismatch
     }
 
     /// A receiver index no session uses (never 0 at random, though 0 would
@@ -366,6 +407,10 @@ impl Endpoint {
     }
 
     pub fn poll_event(&mut self) -> Option<(PeerId, Event)> {
+        if let Some(i) = self.peers.iter().position(|p| p.refused_version.is_some()) {
+            let peer_version = self.peers[i].refused_version.take().expect("found above");
+            return Some((PeerId(i), Event::ProtocolMismatch { peer_version }));
+        }
         let n = self.peers.len();
         for k in 0..n {
             let i = (self.next_event + k) % n;

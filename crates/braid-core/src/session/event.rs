@@ -21,6 +21,14 @@ pub enum Event {
         path: u8,
         reason: PathDownReason,
     },
+    /// The peer speaks another version of braid's protocol than
+    /// [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION), so no session can
+    /// be made with it. A server reports each client that tries; a client
+    /// reports each answer and goes on trying every `handshake_retry`
+    /// (the server may be upgraded meanwhile).
+    ProtocolMismatch {
+        peer_version: u8,
+    },
     /// The peer's address on a path changed (NAT rebinding); adopted
     /// because the packet from the new address authenticated.
     PathRebound {

@@ -85,7 +85,8 @@ use crate::sender::{self, Sender, SenderConfig};
 use crate::time::Instant;
 
 use frame::Inner;
-use hello::Initiation;
+pub use hello::PROTOCOL_VERSION;
+use hello::{HelloError, Initiation};
 
 /// Default probe interval (see the module documentation for the budget).
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(65);
@@ -146,6 +147,9 @@ struct ClientState {
     /// A path's role changed since the last initiation: the server learns
     /// roles only from a handshake, so one is due now.
     roles_changed: bool,
+    /// The server's other protocol version, reported until a handshake
+    /// succeeds.
+    refused_version: Option<u8>,
 }
 
 #[derive(Debug)]
@@ -329,6 +333,7 @@ impl Session {
             next_handshake_path: 0,
             last_initiation: None,
             roles_changed: false,
+            refused_version: None,
         }));
         Ok(Session::assemble(
             role,
@@ -349,7 +354,7 @@ impl Session {
         receiver: Receiver,
     ) -> Session {
         let mut rng = ChaCha20Rng::from_seed(rng_seed);
-        let instance = rng.next_u64();
+        let instance = rng.next_u64() & hello::INSTANCE_MASK;
         let mut s = Session {
             role,
             config,
@@ -599,8 +604,21 @@ impl Session {
             .initiator
             .finish(bytes, &mut payload)
             .map_err(|_| DropReason::HandshakeInvalid)?;
-        let peer_instance =
-            hello::decode_response(&payload[..n]).map_err(|_| DropReason::HandshakeInvalid)?;
+        let peer_instance = match hello::decode_response(&payload[..n]) {
+            Ok(instance) => instance,
+            Err(HelloError::Protocol(peer_version)) => {
+                // The server kept nothing; the next try may meet an
+                // upgraded one. Each version is reported once until then.
+                if client.refused_version != Some(peer_version) {
+                    client.refused_version = Some(peer_version);
+                    self.events
+                        .push_back(Event::ProtocolMismatch { peer_version });
+                }
+                return Err(DropReason::ProtocolMismatch);
+            }
+            Err(HelloError::Malformed) => return Err(DropReason::HandshakeInvalid),
+        };
+        client.refused_version = None;
         let keys = TransportKeys::new(&split.send, &split.recv, local_index, remote_index, now);
         let first = self.peer_instance.is_none();
         let restarted = self.peer_instance.is_some_and(|i| i != peer_instance);

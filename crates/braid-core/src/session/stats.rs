@@ -38,6 +38,9 @@ pub enum DropReason {
     HandshakeReplayed,
     /// Initiation over the handshake rate limit.
     RateLimited,
+    /// Handshake of another protocol version (answered, at a server, with
+    /// its own version; see [`super::Event::ProtocolMismatch`]).
+    ProtocolMismatch,
     /// A message the receiving side does not expect (an initiation at a
     /// client, a response with no handshake pending).
     Unexpected,
@@ -51,7 +54,7 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 19] = [
         DropReason::Truncated,
         DropReason::Oversized,
         DropReason::UnknownType,
@@ -66,6 +69,7 @@ impl DropReason {
         DropReason::UnknownPeer,
         DropReason::HandshakeReplayed,
         DropReason::RateLimited,
+        DropReason::ProtocolMismatch,
         DropReason::Unexpected,
         DropReason::NotConnected,
         DropReason::NoRemote,
@@ -89,6 +93,7 @@ impl DropReason {
             DropReason::UnknownPeer => "unknown_peer",
             DropReason::HandshakeReplayed => "handshake_replayed",
             DropReason::RateLimited => "rate_limited",
+            DropReason::ProtocolMismatch => "protocol_mismatch",
             DropReason::Unexpected => "unexpected",
             DropReason::NotConnected => "not_connected",
             DropReason::NoRemote => "no_remote",

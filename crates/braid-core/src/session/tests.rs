@@ -1770,3 +1770,137 @@ fn every_reply_reaches_a_client_whose_link_was_lost_whenever_it_asks() {
         }
     }
 }
+
+use crate::crypto::handshake::{Responder, MAX_RESPONSE_LEN};
+
+/// An initiation from `client` to `server` whose payload starts with
+/// protocol `version`, as another release of braid would send it.
+fn initiation_of_version(
+    client: &StaticKeypair,
+    server: &PublicKey,
+    version: u8,
+) -> (crate::crypto::handshake::Initiator, Vec<u8>) {
+    let mut msg = vec![0u8; MAX_INITIATION_LEN];
+    let (initiator, len) = Initiator::start(
+        client,
+        server,
+        &PresharedKey::ZERO,
+        [3; 32],
+        77,
+        &[version, 1, 2, 3],
+        &mut msg,
+    )
+    .unwrap();
+    msg.truncate(len);
+    (initiator, msg)
+}
+
+#[test]
+fn a_server_answers_another_protocol_version_with_its_own_and_keeps_nothing() {
+    let mut pair = Pair::new(&[10]);
+    let other = PROTOCOL_VERSION + 1;
+    let (ck, sk) = (pair.client_key.clone(), pair.server_key.public);
+    let from = pair.links[0].client_addr;
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let mut refuse = |pair: &mut Pair| {
+        let (initiator, mut init) = initiation_of_version(&ck, &sk, other);
+        let now = pair.now;
+        assert_eq!(
+            pair.server.handle_datagram(now, from, &mut init),
+            Err(DropReason::ProtocolMismatch)
+        );
+        let (_, t) = pair.server.poll_transmit(now, &mut buf).expect("an answer");
+        let mut payload = [0u8; 64];
+        let (_, _, n) = initiator.finish(&buf[..t.len], &mut payload).unwrap();
+        assert_eq!(
+            payload[0], PROTOCOL_VERSION,
+            "the answer names the server's version"
+        );
+        assert_eq!(n, 8);
+        let events: Vec<_> = std::iter::from_fn(|| pair.server.poll_event()).collect();
+        events
+    };
+    let peer = pair.peer();
+    let mismatch = vec![(
+        peer,
+        Event::ProtocolMismatch {
+            peer_version: other,
+        },
+    )];
+    assert_eq!(refuse(&mut pair), mismatch);
+    assert_eq!(
+        refuse(&mut pair),
+        vec![],
+        "a client retrying is reported once"
+    );
+    let stats = pair.server.stats();
+    assert_eq!((stats.sessions, stats.handshakes_accepted), (0, 0));
+    assert_eq!(stats.drops.count(DropReason::ProtocolMismatch), 2);
+
+    // A client of this version connects as ever; a refusal afterwards is
+    // reported again and leaves its session working.
+    pair.run_for(ms(500));
+    assert!(pair.client.is_connected());
+    assert_eq!(refuse(&mut pair), mismatch);
+    pair.exchange(5, ms(10));
+    pair.run_for(ms(100));
+    assert_eq!(numbers(&pair.server_got), (0..5).collect::<Vec<_>>());
+    assert_eq!(numbers(&pair.client_got), (0..5).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_client_reports_a_server_of_another_protocol_version_once_and_keeps_trying() {
+    let mut pair = Pair::new(&[10]);
+    let other = PROTOCOL_VERSION + 1;
+    let server_key = pair.server_key.clone();
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    let mut answer_with = |pair: &mut Pair, version: u8| {
+        pair.client.handle_timeout(pair.now);
+        let t = pair
+            .client
+            .poll_transmit(pair.now, &mut buf)
+            .expect("an initiation");
+        let responder = Responder::read(&server_key, [4; 32], &buf[..t.len]).unwrap();
+        let mut response = vec![0u8; MAX_RESPONSE_LEN];
+        let mut payload = 5u64.to_be_bytes();
+        payload[0] = version;
+        let (_, len) = responder
+            .respond(&PresharedKey::ZERO, 9, &payload, &mut response)
+            .unwrap();
+        let now = pair.now;
+        let result = pair
+            .client
+            .handle_datagram(now, Some(0), addr(SERVER), &mut response[..len]);
+        let events: Vec<_> = std::iter::from_fn(|| pair.client.poll_event()).collect();
+        (result, events)
+    };
+    let (result, events) = answer_with(&mut pair, other);
+    assert_eq!(result, Err(DropReason::ProtocolMismatch));
+    assert_eq!(
+        events,
+        vec![Event::ProtocolMismatch {
+            peer_version: other
+        }]
+    );
+    assert!(!pair.client.is_connected());
+    pair.now += ms(1000);
+    assert_eq!(
+        answer_with(&mut pair, other),
+        (Err(DropReason::ProtocolMismatch), vec![]),
+        "the next try, a second later, is not reported again"
+    );
+    assert_eq!(
+        pair.client
+            .stats(pair.now)
+            .drops
+            .count(DropReason::ProtocolMismatch),
+        2
+    );
+    // The real server (this version) is reached by the tries that follow.
+    pair.run_for(ms(1500));
+    assert!(pair.client.is_connected());
+    assert!(pair.client_events.iter().any(|(_, e)| *e
+        == Event::Connected {
+            peer_restarted: false
+        }));
+}

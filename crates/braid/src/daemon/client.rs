@@ -12,7 +12,7 @@ use braid_io::{
     interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, TransmitBatch,
 };
 use serde_json::json;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::control::ControlSocket;
 use super::data_cap::{DataCaps, PathSetup};
@@ -398,6 +398,10 @@ impl Client {
             Event::PathRebound { path, from, to } => {
                 info!(path = self.name(path), %from, %to, "path rebound: the server's address changed")
             }
+            Event::ProtocolMismatch { peer_version } => warn!(
+                "{}; still trying every second",
+                crate::daemon::protocol_mismatch("the server", peer_version)
+            ),
         }
     }
 }

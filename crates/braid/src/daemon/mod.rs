@@ -61,6 +61,17 @@ pub(crate) fn transmit_batch(mtu: u16) -> braid_io::TransmitBatch {
     braid_io::TransmitBatch::new(usize::from(mtu) + braid_core::session::SESSION_OVERHEAD)
 }
 
+/// What to tell a user whose peer (`who`: "the server", "the receiver")
+/// speaks another version of braid's protocol.
+pub(crate) fn protocol_mismatch(who: &str, peer_version: u8) -> String {
+    format!(
+        "{who} speaks braid protocol {peer_version}, this braid {} speaks protocol {}: \
+         run the same braid release at both ends",
+        env!("CARGO_PKG_VERSION"),
+        braid_core::session::PROTOCOL_VERSION
+    )
+}
+
 /// 32 bytes from the operating system for the core's RNG seed.
 pub(crate) fn os_seed() -> [u8; 32] {
     use rand::RngCore;

@@ -12,7 +12,7 @@ use braid_core::time::Instant;
 use braid_io::{PathSocket, TransmitBatch};
 use ipnet::IpNet;
 use serde_json::json;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::control::ControlSocket;
 use super::event_loop::{self, Core, Outgoing, TunWriter};
@@ -161,6 +161,11 @@ impl Server {
             Event::PathRebound { path, from, to } => {
                 info!(peer = name, path, %from, %to, "path rebound (NAT)")
             }
+            Event::ProtocolMismatch { peer_version } => warn!(
+                peer = name,
+                "client refused: {}",
+                crate::daemon::protocol_mismatch("it", peer_version)
+            ),
         }
     }
 }

@@ -37,7 +37,7 @@ use super::stall::StallWatch;
 use super::stdout::StdoutWriter;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::daemon::event_loop::{send_datagrams, Driver, Outgoing, SocketCore};
-use crate::daemon::{os_seed, runtime, shutdown_signal};
+use crate::daemon::{self, os_seed, runtime, shutdown_signal};
 use crate::{write_stdout, Failure};
 
 /// Bytes read from the connection at a time.
@@ -341,6 +341,14 @@ impl Receiver {
 
     fn handle_events(&mut self, now: Instant) {
         while let Some((peer, event)) = self.endpoint.poll_event() {
+            if let Event::ProtocolMismatch { peer_version } = event {
+                // Refused before anything is written; the receiver waits on.
+                eprintln!(
+                    "braid: a sender was refused: {}",
+                    daemon::protocol_mismatch("it", peer_version)
+                );
+                continue;
+            }
             let Event::Connected { peer_restarted } = event else {
                 continue;
             };

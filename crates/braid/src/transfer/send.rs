@@ -26,7 +26,7 @@ use super::stall::StallWatch;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::config::ServerAddr;
 use crate::daemon::event_loop::{send_datagrams, Driver, Outgoing, SocketCore};
-use crate::daemon::{os_seed, runtime, shutdown_signal};
+use crate::daemon::{self, os_seed, runtime, shutdown_signal};
 use crate::{write_stdout, Failure};
 
 /// Bytes read from a file or stdin at a time.
@@ -656,13 +656,20 @@ impl Sender {
 
     fn handle_events(&mut self, now: Instant) {
         while let Some(event) = self.session.poll_event() {
-            if let Event::Connected { peer_restarted } = event {
-                if peer_restarted {
+            match event {
+                Event::Connected {
+                    peer_restarted: true,
+                } => {
                     self.fail("the receiver restarted during the transfer".to_owned());
-                } else if self.connected_at.is_none() {
+                }
+                Event::Connected { .. } if self.connected_at.is_none() => {
                     self.connected_at = Some(now);
                     self.stall = Some(StallWatch::new(self.stall_timeout, now));
                 }
+                Event::ProtocolMismatch { peer_version } => {
+                    self.fail(daemon::protocol_mismatch("the receiver", peer_version));
+                }
+                _ => {}
             }
         }
         if let Some(e) = self.session.stream().and_then(|c| c.error()) {
