@@ -407,12 +407,17 @@ impl PathSender {
         if self.bytes_in_flight == 0 {
             return None;
         }
+        let oldest = self.oldest_live_sent()?;
+        Some(oldest.max(self.last_progress) + Liveness::silence_span(&self.rtt))
+    }
+
+    /// When the oldest packet in flight not declared lost was sent.
+    pub fn oldest_live_sent(&self) -> Option<Instant> {
         // Packets are numbered consecutively in the queue; resolved ones
         // leave only from the front.
         let front = self.in_flight.front()?.pseq;
         let index = self.first_live_pseq.saturating_sub(front) as usize;
-        let oldest = self.in_flight.get(index)?.sent;
-        Some(oldest.max(self.last_progress) + Liveness::silence_span(&self.rtt))
+        Some(self.in_flight.get(index)?.sent)
     }
 
     /// The path is silent: everything in flight is declared lost (and kept,
@@ -461,6 +466,15 @@ impl PathSender {
     pub fn is_stalled(&self, now: Instant, bytes: u64) -> bool {
         let patience = self.rtt.srtt().unwrap_or(Duration::from_millis(100));
         !self.cwnd_open(bytes) && now - self.last_progress > patience
+    }
+
+    /// The window is full and its oldest packet has been in flight for
+    /// two smoothed RTTs: the path delivers, but far slower than its
+    /// estimates say (a fade that lets a trickle through, heard through
+    /// acknowledgements that keep [`PathSender::is_stalled`] from firing).
+    pub fn is_overdue(&self, now: Instant, bytes: u64) -> bool {
+        let patience = self.rtt.srtt().unwrap_or(Duration::from_millis(100)) * 2;
+        !self.cwnd_open(bytes) && self.oldest_live_sent().is_some_and(|t| now - t > patience)
     }
 
     /// A path is suspect while it is down (silent, not heard from since).

@@ -417,26 +417,35 @@ impl Connection {
             self.window_probe_interval = (self.window_probe_interval * 2).min(WINDOW_PROBE_MAX);
             self.window_probe_at = Some(now + self.window_probe_interval);
         }
-        for (i, p) in self.paths.iter_mut().enumerate() {
-            if let Some(ack) = p.inbound.take_ack(now, i as u8) {
-                let mut w = PacketWriter::control();
-                w.path_ack(&ack);
-                w.data_ack(&self.window.ack());
-                return Some(Transmit {
-                    path: i as u8,
-                    data: w.finish(),
-                });
+        for i in 0..self.paths.len() {
+            let Some(ack) = self.paths[i].inbound.take_ack(now, i as u8) else {
+                continue;
+            };
+            let mut w = PacketWriter::control();
+            w.path_ack(&ack);
+            for (j, p) in self.paths.iter_mut().enumerate() {
+                if let Some(copy) = (j != i).then(|| p.inbound.copy_ack(now, j as u8)).flatten() {
+                    w.path_ack(&copy);
+                }
             }
+            w.data_ack(&self.window.ack());
+            return Some(Transmit {
+                path: i as u8,
+                data: w.finish(),
+            });
         }
         self.reassign_stalled(now);
         self.poll_data(now)
     }
 
     /// pTCP's reassignment: a path whose window is full and that has heard
-    /// nothing for a round trip (a fade, a blackout starting) gets the
-    /// oldest segment it carries that is still unacknowledged copied onto
-    /// another path before its timeout fires. (Older ones it carries may
-    /// have arrived already, acknowledged through another path.)
+    /// nothing for a round trip (a fade, a blackout starting), or whose
+    /// oldest packet is two round trips late although acknowledgements
+    /// still trickle in (heard through another path's, see
+    /// [`super::path::InboundAcks::copy_ack`]), gets the oldest segment it carries that
+    /// is still unacknowledged copied onto another path before its
+    /// timeout fires. (Older ones it carries may have arrived already,
+    /// acknowledged through another path.)
     fn reassign_stalled(&mut self, now: Instant) {
         if self.paths.len() < 2 {
             return;
@@ -444,7 +453,7 @@ impl Connection {
         let full = self.full_packet();
         for i in 0..self.paths.len() {
             let p = &self.paths[i];
-            if !p.sender.is_stalled(now, full) {
+            if !p.sender.is_stalled(now, full) && !p.sender.is_overdue(now, full) {
                 continue;
             }
             let outstanding = &self.outstanding;

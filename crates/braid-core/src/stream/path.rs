@@ -166,6 +166,9 @@ pub struct InboundAcks {
     largest_at: Instant,
     unacked: u32,
     ack_due: Option<Instant>,
+    /// A packet arrived since this path's acknowledgement last rode on
+    /// another path's (see [`InboundAcks::copy_ack`]).
+    news_for_copy: bool,
 }
 
 impl InboundAcks {
@@ -202,6 +205,7 @@ impl InboundAcks {
             }
         };
         self.unacked += 1;
+        self.news_for_copy = true;
         self.ack_due = Some(if out_of_order || self.unacked >= ACK_EVERY {
             now
         } else {
@@ -227,6 +231,26 @@ impl InboundAcks {
         }
         self.ack_due = None;
         self.unacked = 0;
+        self.frame(now, path)
+    }
+
+    /// This path's acknowledgement as it stands, to ride on a control
+    /// packet of another path, if a packet arrived here since the last
+    /// such copy. A path's own acknowledgements return on it, and a radio
+    /// link's return direction fades on its own (an LTE trace's downlink
+    /// holds acknowledgements for 0.8 s at a time while its uplink carries
+    /// data): the copies keep the path's sender hearing what arrived.
+    /// Only news is copied, so a path that delivers nothing is not kept
+    /// alive by copies of its last acknowledgement.
+    pub fn copy_ack(&mut self, now: Instant, path: u8) -> Option<AckFrame> {
+        if !self.news_for_copy {
+            return None;
+        }
+        self.news_for_copy = false;
+        self.frame(now, path)
+    }
+
+    fn frame(&self, now: Instant, path: u8) -> Option<AckFrame> {
         let largest = self.largest?;
         let delay = now - self.largest_at;
         Some(AckFrame {
@@ -269,6 +293,24 @@ mod tests {
         // A jump past the bitmap clears it.
         a.on_packet(t(5), 100);
         assert_eq!(a.take_ack(t(5), 4).unwrap().bitmap, 0);
+    }
+
+    #[test]
+    fn copies_carry_only_news_and_leave_the_paths_own_acks_alone() {
+        let mut a = InboundAcks::default();
+        assert!(a.copy_ack(t(1), 2).is_none(), "nothing arrived yet");
+        a.on_packet(t(1), 0);
+        a.on_packet(t(1), 1);
+        let copy = a.copy_ack(t(3), 2).unwrap();
+        assert_eq!((copy.path, copy.largest_pseq, copy.bitmap), (2, 1, 0b1));
+        assert_eq!(copy.ack_delay_us, 2000, "delay as of the copy");
+        assert!(a.copy_ack(t(4), 2).is_none(), "no news since");
+        // The path's own acknowledgement is still due, and taking it does
+        // not count as a copy.
+        assert_eq!(a.take_ack(t(4), 2).unwrap().largest_pseq, 1);
+        a.on_packet(t(5), 2);
+        assert!(a.take_ack(t(5), 2).is_none(), "one packet: not due yet");
+        assert_eq!(a.copy_ack(t(5), 2).unwrap().largest_pseq, 2);
     }
 
     #[test]

@@ -27,6 +27,9 @@ struct LinkModel {
     reorder: f64,
     /// Dead from `.0` for `.1` (forever when `None`), both directions.
     death: Option<(Duration, Option<Duration>)>,
+    /// Everything from the receiver (b) to the sender (a) is lost: the
+    /// path's acknowledgements never come back on it.
+    return_dead: bool,
     cc: CcKind,
 }
 
@@ -39,6 +42,7 @@ impl LinkModel {
             dup: 0.0,
             reorder: 0.0,
             death: None,
+            return_dead: false,
             cc: CcKind::Bbr,
         }
     }
@@ -124,7 +128,7 @@ impl Net {
 
     fn send(&mut self, now: Duration, to_b: bool, path: u8, data: Vec<u8>) {
         let m = &self.models[usize::from(path)];
-        if m.dead_at(now) {
+        if m.dead_at(now) || (m.return_dead && !to_b) {
             self.counts.dead_drops += 1;
             return;
         }
@@ -410,6 +414,7 @@ fn link_strategy() -> impl Strategy<Value = LinkModel> {
             dup,
             reorder,
             death,
+            return_dead: false,
             cc,
         })
 }
@@ -689,6 +694,26 @@ fn writes_are_bounded_by_the_send_buffer() {
     a.finish(s).unwrap();
     assert_eq!(a.write(s, b"x"), Err(StreamError::Finished(s)));
     assert_eq!(a.write(9, b"x"), Err(StreamError::UnknownStream(9)));
+}
+
+#[test]
+fn a_path_whose_acknowledgements_cannot_return_on_it_still_carries_data() {
+    // Path 1's return direction loses everything (a radio uplink whose
+    // downlink is in a fade): its acknowledgements ride on path 0's.
+    let mut one_way = LinkModel::clean(10.0, 20);
+    one_way.return_dead = true;
+    let case = Case {
+        paths: vec![LinkModel::clean(10.0, 10), one_way],
+        stream_sizes: vec![4_000_000],
+        seed: 9,
+        slow_read: None,
+        window: 4 << 20,
+    };
+    let o = run(&case, false);
+    assert!(o.completed, "{o:?}");
+    assert!(o.counts.dead_drops > 0, "path 1 sent something back: {o:?}");
+    // 4 MB take 3.3 s over one 10 Mbit/s path, 1.7 s over both.
+    assert!(o.finished_at < Duration::from_millis(2500), "{o:?}");
 }
 
 #[test]
