@@ -742,6 +742,27 @@ mod tests {
     }
 
     #[test]
+    fn a_full_window_whose_oldest_packet_is_two_round_trips_old_is_overdue() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut full = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let mut g = 0;
+        while full.cwnd_open(1000) {
+            full.on_sent(t0, g, 1000, false);
+            g += 1;
+        }
+        let mut open = PathSender::new(1, 1.0, Box::new(Ccid2::new()));
+        open.on_sent(t0, 0, 1000, false);
+        // No RTT measured yet: twice 100 ms, counted from the oldest send.
+        let late = Duration::from_millis(200);
+        assert!(!full.is_overdue(t0 + late, 1000));
+        assert!(full.is_overdue(t0 + late + Duration::from_nanos(1), 1000));
+        assert!(
+            !open.is_overdue(t0 + late * 2, 1000),
+            "a path with room in its window is not overdue"
+        );
+    }
+
+    #[test]
     fn acks_measure_rtt_and_detect_loss() {
         let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
         let t0 = Instant::from_nanos(1_000_000);
