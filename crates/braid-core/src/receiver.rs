@@ -54,6 +54,9 @@ struct PathReceiver {
     interval_received: u32,
     interval_lost: u32,
     last_heard: Option<Instant>,
+    /// Until then each acknowledgement of this path is also sent on the
+    /// path that delivered data last (see [`Receiver::return_silent`]).
+    copy_acks_until: Option<Instant>,
 }
 
 impl PathReceiver {
@@ -102,6 +105,8 @@ const PSEQ_WINDOW: u64 = 1 << 20;
 
 /// A path counts as alive for loss reports if heard from this recently.
 const REPORT_ALIVE: Duration = Duration::from_secs(1);
+/// A path that delivered data this recently is carrying data now.
+const CARRYING_DATA: Duration = Duration::from_millis(100);
 
 impl Receiver {
     pub fn new(config: ReceiverConfig) -> Receiver {
@@ -300,7 +305,47 @@ impl Receiver {
             recv_ts_us: p.largest_at.wire_micros(),
             bitmap: p.bitmap,
         });
-        self.push_feedback(index as u8, &[frame]);
+        let frames = std::slice::from_ref(&frame);
+        self.push_feedback(index as u8, frames);
+        if self.paths[index].copy_acks_until.is_some_and(|t| now < t) {
+            if let Some(other) = self.latest_other_path(index, now) {
+                self.push_feedback(other, frames);
+            }
+        }
+    }
+
+    /// The peer says it hears nothing on `path` (it probes it while
+    /// sending on it): when data is arriving on the path, its return
+    /// direction is down (a radio downlink in a fade) while its forward
+    /// direction works, so an acknowledgement of the path goes out now,
+    /// and for `span` each one also goes out on the path that delivered
+    /// data last. The peer's
+    /// sender then keeps using the path, and keeps it up, on what those
+    /// copies tell it. A path that carries nothing (a probe that keeps an
+    /// idle path's mapping open) is left alone.
+    pub fn return_silent(&mut self, now: Instant, path: u8, span: Duration) {
+        if let Some(p) = self.paths.get_mut(usize::from(path)) {
+            if p.last_heard.is_some_and(|t| now - t <= CARRYING_DATA) {
+                p.copy_acks_until = Some(now + span);
+                // At once: the acknowledgements sent into the silence were
+                // lost, and a sender whose window they would have opened
+                // sends nothing new to be acknowledged.
+                p.ack_due = Some(now);
+            }
+        }
+    }
+
+    /// The path other than `index` that delivered data most recently, if
+    /// any did within [`CARRYING_DATA`].
+    fn latest_other_path(&self, index: usize, now: Instant) -> Option<u8> {
+        self.paths
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != index)
+            .filter_map(|(i, p)| p.last_heard.map(|t| (t, i)))
+            .filter(|&(t, _)| now - t <= CARRYING_DATA)
+            .max()
+            .map(|(_, i)| i as u8)
     }
 
     fn push_feedback(&mut self, path: u8, frames: &[Frame]) {

@@ -274,6 +274,9 @@ const CODEL_TARGET_SHARE: f64 = 0.25;
 #[derive(Debug)]
 pub struct Sender {
     paths: Vec<PathSender>,
+    /// The path the feedback packet being read came on, when the caller
+    /// knows it ([`Sender::handle_feedback_on`]).
+    feedback_path: Option<u8>,
     scheduler: Box<dyn Scheduler>,
     config: SenderConfig,
     /// First stage: per-flow queues, no global numbers yet.
@@ -359,6 +362,7 @@ impl Sender {
             last_report_seq: None,
             queue_delay_limit,
             last_now: Instant::ZERO,
+            feedback_path: None,
             out: VecDeque::new(),
             views: Vec::new(),
             usable: PathSet::all(config_paths),
@@ -1119,6 +1123,21 @@ impl Sender {
 
     /// Feedback from the receiver. Ack frames name their own path, so the
     /// path the packet came in on does not matter.
+    /// A feedback packet that arrived on path `arrived_on`: acknowledgements
+    /// in it for other paths were relayed (see
+    /// [`PathSender::on_ack_via`]).
+    pub fn handle_feedback_on(
+        &mut self,
+        now: Instant,
+        bytes: &[u8],
+        arrived_on: u8,
+    ) -> Result<(), WireError> {
+        self.feedback_path = Some(arrived_on);
+        let result = self.handle_datagram(now, bytes);
+        self.feedback_path = None;
+        result
+    }
+
     pub fn handle_datagram(&mut self, now: Instant, bytes: &[u8]) -> Result<(), WireError> {
         self.last_now = now;
         let frames = match Packet::parse(bytes) {
@@ -1138,9 +1157,10 @@ impl Sender {
                 Frame::Ack(ack) => {
                     let path = usize::from(ack.path);
                     let room = self.pool_room();
+                    let relayed = self.feedback_path.is_some_and(|a| a != ack.path);
                     if let Some(p) = self.paths.get_mut(path) {
                         let (kept, buffers) = (&mut self.in_flight, &mut self.buffers);
-                        p.on_ack_observed(now, &ack, &mut self.owd_anchor, |pseq, acked| {
+                        p.on_ack_via(now, &ack, !relayed, &mut self.owd_anchor, |pseq, acked| {
                             let taken = kept.take(path, pseq);
                             if acked {
                                 if let Some(k) = taken {

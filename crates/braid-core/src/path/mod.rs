@@ -99,6 +99,8 @@ pub struct PathSender {
     pacing_credit: Duration,
     /// Last time this path showed life (an ack), for its timeout.
     last_progress: Instant,
+    /// When an acknowledgement of this path last came on another path.
+    relayed_ack_at: Option<Instant>,
     /// Packets numbered below this were declared lost by a silence; an ack
     /// for one still counts as delivered and measures the round trip.
     first_live_pseq: u64,
@@ -135,6 +137,7 @@ impl PathSender {
             next_send_time: Instant::ZERO,
             pacing_credit: Duration::ZERO,
             last_progress: Instant::ZERO,
+            relayed_ack_at: None,
             first_live_pseq: 0,
             liveness: Liveness::default(),
             rate_limit_bps: None,
@@ -288,6 +291,23 @@ impl PathSender {
         now: Instant,
         ack: &AckFrame,
         owd_anchor: &mut Option<u32>,
+        observe: impl FnMut(u64, bool),
+    ) {
+        self.on_ack_via(now, ack, true, owd_anchor, observe);
+    }
+
+    /// [`PathSender::on_ack_observed`] for an acknowledgement that came
+    /// back on this path (`own_path`) or on another (the peer relays them
+    /// while this path's return direction is silent, for a while only). A
+    /// relayed one resolves packets and shows the path delivers, but its
+    /// round trip is another path's return: it would shrink this path's
+    /// minimum RTT, and with it the window, for the next ten seconds.
+    pub fn on_ack_via(
+        &mut self,
+        now: Instant,
+        ack: &AckFrame,
+        own_path: bool,
+        owd_anchor: &mut Option<u32>,
         mut observe: impl FnMut(u64, bool),
     ) {
         let largest = Self::widen_pseq(ack.largest_pseq, self.next_pseq);
@@ -299,6 +319,9 @@ impl PathSender {
         // for packets a silence already declared lost.
         self.liveness.on_heard();
         self.last_progress = now;
+        if !own_path {
+            self.relayed_ack_at = Some(now);
+        }
         let Some(front) = self.in_flight.front().map(|p| p.pseq) else {
             return;
         };
@@ -365,7 +388,7 @@ impl PathSender {
         if impossible && p.pseq == largest {
             self.counters.rejected_timestamps += 1;
         }
-        let rtt = (p.pseq == largest && !impossible).then(|| now - p.sent - ack_delay);
+        let rtt = (own_path && p.pseq == largest && !impossible).then(|| now - p.sent - ack_delay);
         if let Some(rtt) = rtt {
             self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
             let raw = ack.recv_ts_us.wrapping_sub(p.sent.wire_micros());
@@ -475,6 +498,22 @@ impl PathSender {
     pub fn is_overdue(&self, now: Instant, bytes: u64) -> bool {
         let patience = self.rtt.srtt().unwrap_or(Duration::from_millis(100)) * 2;
         !self.cwnd_open(bytes) && self.oldest_live_sent().is_some_and(|t| now - t > patience)
+    }
+
+    /// When an acknowledgement of this path last came on another path.
+    pub fn relayed_ack_at(&self) -> Option<Instant> {
+        self.relayed_ack_at
+    }
+
+    /// Its oldest unacknowledged packet (declared lost by a silence or
+    /// not) has waited for its acknowledgement over a smoothed RTT (100 ms
+    /// before one is measured).
+    pub fn awaits_acks(&self, now: Instant) -> bool {
+        let rtt = self.rtt.srtt().unwrap_or(Duration::from_millis(100));
+        self.in_flight
+            .iter()
+            .find(|p| !p.resolved)
+            .is_some_and(|p| now - p.sent > rtt)
     }
 
     /// A path is suspect while it is down (silent, not heard from since).

@@ -92,6 +92,17 @@ use hello::{HelloError, Initiation};
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(65);
 /// Default silence after which a path is marked down.
 pub const PATH_DOWN_AFTER: Duration = Duration::from_millis(250);
+/// How long after a client's probe says it hears nothing on a path that
+/// carries data the server also sends that path's acknowledgements on
+/// another path (the next such probe renews it).
+const RETURN_SILENT_SPAN: Duration = Duration::from_secs(1);
+/// Set in a probe's sequence number (31 bits of count below it): the
+/// client has heard nothing on the path for one and a half of its probes'
+/// round trips while data it sent there waits for acknowledgements:
+/// its return direction is silent while its forward one may work (a
+/// radio downlink in a fade). The server then relays the path's
+/// acknowledgements on another path ([`Receiver::return_silent`]).
+const PROBE_RETURN_SILENT: u32 = 1 << 31;
 
 /// Bytes a caller's buffer for [`Session::poll_transmit`] must hold: the
 /// largest datagram a session sends.
@@ -749,11 +760,15 @@ impl Session {
                 .receiver
                 .handle_datagram(now, path, msg)
                 .map_err(|_| DropReason::Malformed),
-            Inner::Feedback(msg) => self
-                .sender
-                .handle_datagram(now, msg)
-                .map_err(|_| DropReason::Malformed),
+            Inner::Feedback(msg) => {
+                self.sender
+                    .handle_feedback_on(now, msg, path)
+                    .map_err(|_| DropReason::Malformed)
+            }
             Inner::Probe(seq) => {
+                if seq & PROBE_RETURN_SILENT != 0 {
+                    self.receiver.return_silent(now, path, RETURN_SILENT_SPAN);
+                }
                 self.control_out.push_back(Control {
                     kind: frame::PROBE_ACK,
                     path,
@@ -1001,8 +1016,8 @@ impl Session {
                 t = Some(t.map_or(x, |t| t.min(x)));
             }
         };
-        for p in &self.paths {
-            take(self.down_deadline(p));
+        for (i, p) in self.paths.iter().enumerate() {
+            take(self.down_deadline(i));
             take(self.probe_due(p));
         }
         take(self.handshake_due());
@@ -1012,11 +1027,19 @@ impl Session {
         t.map(|t| t.max(self.last_now))
     }
 
-    fn down_deadline(&self, p: &Path) -> Option<Instant> {
-        (p.state == PathState::Up)
-            .then(|| p.last_rx.map(|t| t + self.config.path_down_after))
+    /// When path `p` last showed it works for sending: something heard on
+    /// it, or an acknowledgement of what it carried relayed on another
+    /// path (see `Receiver::return_silent`).
+    fn alive_at(&self, i: usize) -> Option<Instant> {
+        self.paths[i].last_rx.max(self.sender.path(i).relayed_ack_at())
+    }
+
+    fn down_deadline(&self, i: usize) -> Option<Instant> {
+        (self.paths[i].state == PathState::Up)
+            .then(|| self.alive_at(i).map(|t| t + self.config.path_down_after))
             .flatten()
     }
+
 
     /// When a client next probes `p` (only with keys).
     fn probe_due(&self, p: &Path) -> Option<Instant> {
@@ -1073,8 +1096,9 @@ impl Session {
             stream.handle_timeout(now);
         }
         let mut changed = false;
-        for (i, p) in self.paths.iter_mut().enumerate() {
-            let silent = p.last_rx.map(|t| now - t);
+        for i in 0..self.paths.len() {
+            let silent = self.alive_at(i).map(|t| now - t);
+            let p = &mut self.paths[i];
             if p.state == PathState::Up && silent.is_some_and(|s| s >= self.config.path_down_after)
             {
                 let reason = PathDownReason::Silent(silent.unwrap_or_default());
@@ -1094,13 +1118,27 @@ impl Session {
                 let p = &mut self.paths[i];
                 p.probe_now = false;
                 p.last_probe = Some(now);
-                p.probe_seq = p.probe_seq.wrapping_add(1);
-                p.probe_sent = Some((p.probe_seq, now));
+                // Nothing heard on the path for half again its probes' round
+                // trip (and a probe interval at least), while data waits
+                // for acknowledgements.
+                let quiet = (p.probe_rtt.unwrap_or(Duration::from_millis(100)) * 3 / 2)
+                    .max(self.config.probe_interval);
+                let return_silent = p.last_rx.is_some_and(|t| now - t > quiet)
+                    && self.sender.path(i).awaits_acks(now);
+                let p = &mut self.paths[i];
+                p.probe_seq = p.probe_seq.wrapping_add(1) & !PROBE_RETURN_SILENT;
+                let seq = p.probe_seq
+                    | if return_silent {
+                        PROBE_RETURN_SILENT
+                    } else {
+                        0
+                    };
+                p.probe_sent = Some((seq, now));
                 p.probes_sent += 1;
                 self.control_out.push_back(Control {
                     kind: frame::PROBE,
                     path: i as u8,
-                    seq: p.probe_seq,
+                    seq,
                 });
             }
         }

@@ -27,6 +27,9 @@ fn keypair(seed: u64) -> StaticKeypair {
 struct Link {
     delay: Duration,
     up: bool,
+    /// Datagrams from the server get through (a radio downlink can fade
+    /// while its uplink works).
+    back_up: bool,
     /// The client's address as the server sees it on this path.
     client_addr: SocketAddr,
 }
@@ -115,6 +118,7 @@ impl Pair {
                 .map(|(i, &d)| Link {
                     delay: ms(d),
                     up: true,
+                    back_up: true,
                     client_addr: addr(&format!("198.51.100.{}:4000", i + 1)),
                 })
                 .collect(),
@@ -166,7 +170,7 @@ impl Pair {
             self.longest_to_server = self.longest_to_server.max(bytes.len());
         }
         let link = &self.links[path];
-        if link.up {
+        if link.up && (to_server || link.back_up) {
             self.flights.push(Flight {
                 at: self.now + link.delay,
                 path,
@@ -1903,4 +1907,48 @@ fn a_client_reports_a_server_of_another_protocol_version_once_and_keeps_trying()
         == Event::Connected {
             peer_restarted: false
         }));
+}
+
+#[test]
+fn a_path_whose_return_direction_fails_stays_up_while_its_data_is_acknowledged_elsewhere() {
+    // Two paths limited to 10 Mbit/s each under 19 Mbit/s of load: both
+    // carry data throughout.
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut config = client_config(&ck, &sk.public, &[10, 10]);
+    for p in &mut config.paths {
+        p.rate_limit_bps = Some(10_000_000);
+    }
+    let client = Session::client(config, [7; 32]).unwrap();
+    let mut pair = Pair::with(client, ck, sk, &[10, 10]);
+    pair.run_for(ms(500));
+    assert!(pair.client.is_connected());
+    let bulk = |pair: &mut Pair, d: Duration| {
+        let until = pair.now + d;
+        while pair.now < until {
+            for _ in 0..2 {
+                let _ = pair.client.send(pair.now, vec![7; 1200]);
+            }
+            pair.run_for(ms(1));
+        }
+    };
+    let sent_on_1 = |pair: &Pair| pair.client.stats(pair.now).paths[1].tx_bytes;
+    bulk(&mut pair, ms(500));
+    // Path 1's downlink fades: nothing from the server arrives on it.
+    pair.links[1].back_up = false;
+    let (cut, before) = (pair.now, sent_on_1(&pair));
+    bulk(&mut pair, ms(1500));
+    let down_1_since = |pair: &Pair, t: Instant| {
+        pair.client_events
+            .iter()
+            .any(|(at, e)| *at >= t && matches!(e, Event::PathDown { path: 1, .. }))
+    };
+    assert!(!down_1_since(&pair, cut), "{:?}", pair.client_events);
+    // 1.5 s at 10 Mbit/s are 1.9 MB.
+    let carried = sent_on_1(&pair) - before;
+    assert!(carried > 1_500_000, "path 1 carried {carried} bytes");
+    // Both directions cut: its data is acknowledged nowhere, and it goes down.
+    pair.links[1].up = false;
+    let dead = pair.now;
+    bulk(&mut pair, ms(600));
+    assert!(down_1_since(&pair, dead));
 }
