@@ -760,11 +760,10 @@ impl Session {
                 .receiver
                 .handle_datagram(now, path, msg)
                 .map_err(|_| DropReason::Malformed),
-            Inner::Feedback(msg) => {
-                self.sender
-                    .handle_feedback_on(now, msg, path)
-                    .map_err(|_| DropReason::Malformed)
-            }
+            Inner::Feedback(msg) => self
+                .sender
+                .handle_feedback_on(now, msg, path)
+                .map_err(|_| DropReason::Malformed),
             Inner::Probe(seq) => {
                 if seq & PROBE_RETURN_SILENT != 0 {
                     self.receiver.return_silent(now, path, RETURN_SILENT_SPAN);
@@ -1031,7 +1030,9 @@ impl Session {
     /// it, or an acknowledgement of what it carried relayed on another
     /// path (see `Receiver::return_silent`).
     fn alive_at(&self, i: usize) -> Option<Instant> {
-        self.paths[i].last_rx.max(self.sender.path(i).relayed_ack_at())
+        self.paths[i]
+            .last_rx
+            .max(self.sender.path(i).relayed_ack_at())
     }
 
     fn down_deadline(&self, i: usize) -> Option<Instant> {
@@ -1039,7 +1040,6 @@ impl Session {
             .then(|| self.alive_at(i).map(|t| t + self.config.path_down_after))
             .flatten()
     }
-
 
     /// When a client next probes `p` (only with keys).
     fn probe_due(&self, p: &Path) -> Option<Instant> {
