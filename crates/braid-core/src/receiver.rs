@@ -319,10 +319,9 @@ impl Receiver {
     /// direction is down (a radio downlink in a fade) while its forward
     /// direction works, so an acknowledgement of the path goes out now,
     /// and for `span` each one also goes out on the path that delivered
-    /// data last. The peer's
-    /// sender then keeps using the path, and keeps it up, on what those
-    /// copies tell it. A path that carries nothing (a probe that keeps an
-    /// idle path's mapping open) is left alone.
+    /// data last. The peer's sender then keeps using the path, and keeps
+    /// it up, on what those copies tell it. A path that carries nothing (a
+    /// probe that keeps an idle path's mapping open) is left alone.
     pub fn return_silent(&mut self, now: Instant, path: u8, span: Duration) {
         if let Some(p) = self.paths.get_mut(usize::from(path)) {
             if p.last_heard.is_some_and(|t| now - t <= CARRYING_DATA) {

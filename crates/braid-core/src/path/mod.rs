@@ -487,7 +487,7 @@ impl PathSender {
     /// The window is full and no acknowledgement came for a smoothed RTT:
     /// the path is in a fade or outage, whatever its estimates say.
     pub fn is_stalled(&self, now: Instant, bytes: u64) -> bool {
-        let patience = self.rtt.srtt().unwrap_or(Duration::from_millis(100));
+        let patience = self.srtt_or_guess();
         !self.cwnd_open(bytes) && now - self.last_progress > patience
     }
 
@@ -496,7 +496,7 @@ impl PathSender {
     /// estimates say (a fade that lets a trickle through, heard through
     /// acknowledgements that keep [`PathSender::is_stalled`] from firing).
     pub fn is_overdue(&self, now: Instant, bytes: u64) -> bool {
-        let patience = self.rtt.srtt().unwrap_or(Duration::from_millis(100)) * 2;
+        let patience = self.srtt_or_guess() * 2;
         !self.cwnd_open(bytes) && self.oldest_live_sent().is_some_and(|t| now - t > patience)
     }
 
@@ -509,11 +509,17 @@ impl PathSender {
     /// not) has waited for its acknowledgement over a smoothed RTT (100 ms
     /// before one is measured).
     pub fn awaits_acks(&self, now: Instant) -> bool {
-        let rtt = self.rtt.srtt().unwrap_or(Duration::from_millis(100));
+        let rtt = self.srtt_or_guess();
         self.in_flight
             .iter()
             .find(|p| !p.resolved)
             .is_some_and(|p| now - p.sent > rtt)
+    }
+
+    /// The smoothed RTT, or 100 ms before one is measured: how long the
+    /// stall and overdue checks expect an acknowledgement to take.
+    fn srtt_or_guess(&self) -> Duration {
+        self.rtt.srtt().unwrap_or(Duration::from_millis(100))
     }
 
     /// A path is suspect while it is down (silent, not heard from since).

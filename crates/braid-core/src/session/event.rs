@@ -23,9 +23,9 @@ pub enum Event {
     },
     /// The peer speaks another version of braid's protocol than
     /// [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION), so no session can
-    /// be made with it. A server reports each client that tries; a client
-    /// reports each answer and goes on trying every `handshake_retry`
-    /// (the server may be upgraded meanwhile).
+    /// be made with it. Each end reports a version once until a handshake
+    /// succeeds (a server per client); a client goes on trying every
+    /// `handshake_retry` (the server may be upgraded meanwhile).
     ProtocolMismatch {
         peer_version: u8,
     },

@@ -1026,13 +1026,24 @@ impl Session {
         t.map(|t| t.max(self.last_now))
     }
 
-    /// When path `p` last showed it works for sending: something heard on
+    /// When path `i` last showed it works for sending: something heard on
     /// it, or an acknowledgement of what it carried relayed on another
     /// path (see `Receiver::return_silent`).
     fn alive_at(&self, i: usize) -> Option<Instant> {
         self.paths[i]
             .last_rx
             .max(self.sender.path(i).relayed_ack_at())
+    }
+
+    /// Nothing heard on path `i` for half again its probes' round trip
+    /// (and a probe interval at least) while data sent on it waits for
+    /// acknowledgements: its return direction looks silent (see
+    /// [`PROBE_RETURN_SILENT`]).
+    fn return_silent(&self, i: usize, now: Instant) -> bool {
+        let p = &self.paths[i];
+        let quiet = (p.probe_rtt.unwrap_or(Duration::from_millis(100)) * 3 / 2)
+            .max(self.config.probe_interval);
+        p.last_rx.is_some_and(|t| now - t > quiet) && self.sender.path(i).awaits_acks(now)
     }
 
     fn down_deadline(&self, i: usize) -> Option<Instant> {
@@ -1115,24 +1126,16 @@ impl Session {
         }
         for i in 0..self.paths.len() {
             if self.probe_due(&self.paths[i]).is_some_and(|t| t <= now) {
+                let flag = if self.return_silent(i, now) {
+                    PROBE_RETURN_SILENT
+                } else {
+                    0
+                };
                 let p = &mut self.paths[i];
                 p.probe_now = false;
                 p.last_probe = Some(now);
-                // Nothing heard on the path for half again its probes' round
-                // trip (and a probe interval at least), while data waits
-                // for acknowledgements.
-                let quiet = (p.probe_rtt.unwrap_or(Duration::from_millis(100)) * 3 / 2)
-                    .max(self.config.probe_interval);
-                let return_silent = p.last_rx.is_some_and(|t| now - t > quiet)
-                    && self.sender.path(i).awaits_acks(now);
-                let p = &mut self.paths[i];
                 p.probe_seq = p.probe_seq.wrapping_add(1) & !PROBE_RETURN_SILENT;
-                let seq = p.probe_seq
-                    | if return_silent {
-                        PROBE_RETURN_SILENT
-                    } else {
-                        0
-                    };
+                let seq = p.probe_seq | flag;
                 p.probe_sent = Some((seq, now));
                 p.probes_sent += 1;
                 self.control_out.push_back(Control {
