@@ -449,7 +449,18 @@ impl Sender {
         for i in left.iter() {
             self.reinject_from(now, i);
         }
+        self.shift_load_from(left);
         self.drain(now);
+    }
+
+    /// What the paths in `gone` carried falls to the usable live others.
+    fn shift_load_from(&mut self, gone: PathSet) {
+        if gone.is_empty() {
+            return;
+        }
+        for i in self.live_paths().iter().filter(|&i| !gone.contains(i)) {
+            self.paths[i].on_load_shift();
+        }
     }
 
     /// Payload bytes kept for reinjection, all paths.
@@ -1233,16 +1244,22 @@ impl Sender {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.last_now = now;
         let mut silent = PathSet::default();
+        let mut went_down = PathSet::default();
         for (i, p) in self.paths.iter_mut().enumerate() {
             if p.timeout_at().is_some_and(|t| t <= now) {
+                let downs = p.counters.down_events;
                 p.on_timeout(now);
                 silent.insert(i);
+                if p.counters.down_events > downs {
+                    went_down.insert(i);
+                }
             }
         }
         // After all timeouts, so none goes to a path silent as well.
         for i in silent.iter() {
             self.reinject_from(now, i);
         }
+        self.shift_load_from(went_down);
         self.drop_stale(now);
         self.drain(now);
     }

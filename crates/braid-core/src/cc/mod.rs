@@ -54,6 +54,9 @@ pub trait Controller: fmt::Debug + Send {
     fn pacing_rate_bps(&self) -> Option<f64>;
     /// The controller's estimate of the path's rate, for schedulers.
     fn bandwidth_bps(&self, srtt: Option<Duration>) -> Option<f64>;
+    /// Another path went down or out of use: this one is about to carry
+    /// more than it has lately, by an amount no sample has shown yet.
+    fn on_load_shift(&mut self) {}
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -527,6 +527,12 @@ impl PathSender {
         self.liveness.is_down()
     }
 
+    /// Another path went down or out of use (see
+    /// [`Controller::on_load_shift`]).
+    pub fn on_load_shift(&mut self) {
+        self.cc.on_load_shift();
+    }
+
     /// Whether this down path is due a probe.
     pub fn probe_due(&self, now: Instant) -> bool {
         self.liveness.probe_due(now)
