@@ -1428,6 +1428,51 @@ mod tests {
         on_a
     }
 
+    /// Both paths carry light traffic (one 1000-byte datagram per 20 ms
+    /// round trip, round robin) until their BBR leaves start-up at that
+    /// rate; then path a falls silent. Path b, which inherits a's share,
+    /// starts up again: its pacing jumps from about its light rate to
+    /// start-up's floor (ten full packets per round trip, times 2.885).
+    #[test]
+    fn a_path_that_carried_light_traffic_starts_up_again_when_the_other_dies() {
+        let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut now = t0;
+        let mut largest = [None::<u32>; 2];
+        for _ in 0..60 {
+            s.send(now, vec![7; 1000]).unwrap();
+            for (path, _) in sent_gseqs(&mut s) {
+                let l = &mut largest[usize::from(path)];
+                *l = Some(l.map_or(0, |l| l + 1));
+            }
+            now += ms(20);
+            for path in 0..2u8 {
+                if let Some(l) = largest[usize::from(path)] {
+                    ack_all(&mut s, now, path, l);
+                }
+            }
+        }
+        let light = s.path(1).cc().pacing_rate_bps().unwrap();
+        assert!(light < 2e6, "{light}");
+        // a stops answering; b still does.
+        for _ in 0..30 {
+            s.send(now, vec![7; 1000]).unwrap();
+            for (path, _) in sent_gseqs(&mut s) {
+                let l = &mut largest[usize::from(path)];
+                *l = Some(l.map_or(0, |l| l + 1));
+            }
+            now += ms(20);
+            run_until(&mut s, now);
+            ack_all(&mut s, now, 1, largest[1].unwrap());
+            if s.path(0).is_suspect() {
+                break;
+            }
+        }
+        assert!(s.path(0).is_suspect());
+        let restarted = s.path(1).cc().pacing_rate_bps().unwrap();
+        assert!(restarted > 5.0 * light, "{light} -> {restarted}");
+    }
+
     #[test]
     fn a_dead_paths_datagrams_go_out_again_on_the_live_path_with_their_numbers() {
         let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
