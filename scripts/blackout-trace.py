@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""What the tunnel does around a blackout (BENCHMARKS.md, "A fresh tunnel's
-first run ..." section's blackout paragraph): one CUBIC flow on 64 + 60
-Mbit/s (6.5 / 12.5 ms), path 1 cut 8 s in; the client's `braid status
---json` read about every 50 ms from 0.4 s before the cut to 2.5 s after
-(send queue, drops, reinjections, each path's window and flight) and the
-inner TCP's window (`ss -tin` in the client namespace), then the
+"""What the tunnel does around a blackout (BENCHMARKS.md, "The
+acknowledgements' path after a cut"): one CUBIC flow on 64 + 60 Mbit/s
+(6.5 / 12.5 ms), path 1 cut 8 s in. From 0.4 s before the cut to 2.5 s
+after, about every 60 ms: the client's `braid status --json` (send queue,
+drops, reinjections, each path's window and flight), the server's drops,
+and the inner TCP's window (`ss -tin` in the client namespace); then the
 receiver's goodput per 0.1 s.
 
 Needs root, iperf3 and a release build (BRAID=target/release/braid by
@@ -46,13 +46,14 @@ def inner_tcp():
     RTT, as the client's kernel sees them (`ss -tin`)."""
     out = run([BRAID, "lab", "exec", "--name", LAB, "client", "--", "ss", "-tin", "dst", "10.77.0.1"],
               timeout=5).stdout
+    out = out.replace("\n", " ")
     best = None
-    for m in re.finditer(r"cwnd:(\d+)(?: ssthresh:(\d+))?.*?bytes_sent:(\d+)", out.replace("\n", " ")):
+    for m in re.finditer(r"cwnd:(\d+)(?: ssthresh:(\d+))?.*?bytes_sent:(\d+)", out):
         if best is None or int(m.group(3)) > int(best.group(3)):
             best = m
     if best is None:
         return "tcp -"
-    line = out.replace("\n", " ")[best.start():]
+    line = out[best.start():]
     extra = " ".join(f"{k} {m.group(1)}" for k in ("unacked", "sacked", "lost", "retrans", "snd_wnd", "rtt")
                      if (m := re.search(rf"\b{k}:([0-9./]+)", line)))
     return f"tcp cwnd {best.group(1)} ssthresh {best.group(2) or '-'} {extra}"
@@ -84,8 +85,8 @@ def trace(r):
     run([BRAID, "lab", "set", "--name", LAB, "p1", P1])
     print(f"== run {r}: {end['bits_per_second'] / 1e6:.1f} Mbit/s, {end.get('retransmits')} TCP retransmits")
     prev = None
-    for t, s, tcp in rows:
-        (s, srv), (p1, p2) = s, s[0]["paths"]
+    for t, (s, srv), tcp in rows:
+        p1, p2 = s["paths"]
         delta = "" if prev is None else " ".join(
             f"{k}+{s['send_' + k] - prev[0]['send_' + k]}" for k in ("dropped", "reinjected", "resent"))
         back = "" if prev is None else (

@@ -1438,16 +1438,21 @@ mod tests {
         let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
         let t0 = Instant::from_nanos(1_000_000_000);
         let mut now = t0;
+        // The largest packet number sent on each path.
         let mut largest = [None::<u32>; 2];
-        for _ in 0..60 {
+        let mut send_one = |s: &mut Sender, now: Instant| {
             s.send(now, vec![7; 1000]).unwrap();
-            for (path, _) in sent_gseqs(&mut s) {
+            for (path, _) in sent_gseqs(s) {
                 let l = &mut largest[usize::from(path)];
                 *l = Some(l.map_or(0, |l| l + 1));
             }
+            largest
+        };
+        for _ in 0..60 {
+            let sent = send_one(&mut s, now);
             now += ms(20);
             for path in 0..2u8 {
-                if let Some(l) = largest[usize::from(path)] {
+                if let Some(l) = sent[usize::from(path)] {
                     ack_all(&mut s, now, path, l);
                 }
             }
@@ -1456,14 +1461,10 @@ mod tests {
         assert!(light < 2e6, "{light}");
         // a stops answering; b still does.
         for _ in 0..30 {
-            s.send(now, vec![7; 1000]).unwrap();
-            for (path, _) in sent_gseqs(&mut s) {
-                let l = &mut largest[usize::from(path)];
-                *l = Some(l.map_or(0, |l| l + 1));
-            }
+            let sent = send_one(&mut s, now);
             now += ms(20);
             run_until(&mut s, now);
-            ack_all(&mut s, now, 1, largest[1].unwrap());
+            ack_all(&mut s, now, 1, sent[1].unwrap());
             if s.path(0).is_suspect() {
                 break;
             }

@@ -269,12 +269,23 @@ impl Bbr {
     /// (BENCHMARKS.md, "Light traffic, then a transfer").
     fn on_full_load(&mut self) {
         if self.mode == Mode::ProbeBw && !self.startup_loaded {
-            self.mode = Mode::Startup;
-            self.full_bw = 0.0;
-            self.full_bw_rounds = 0;
+            self.restart_startup();
         }
         self.full_load_round = self.round;
     }
+
+    /// Start-up again, looking for the path's rate from the current estimate.
+    fn restart_startup(&mut self) {
+        self.mode = Mode::Startup;
+        self.full_bw = 0.0;
+        self.full_bw_rounds = 0;
+    }
+}
+
+/// Start-up's least rate for a round trip of `rtt_secs`: ten packets per
+/// round trip ([`STARTUP_FLOOR_PACKETS`]), before its gain.
+fn startup_floor_bps(rtt_secs: f64) -> f64 {
+    (STARTUP_FLOOR_PACKETS * MSS) as f64 * 8.0 / rtt_secs.max(1e-4)
 }
 
 /// Start-up's window for a path of minimum RTT `min_rtt`, before the
@@ -381,7 +392,7 @@ impl Controller for Bbr {
             // trips at a fraction of the path, and the queue behind them
             // goes stale.
             Some(bw) if self.mode == Mode::Startup => {
-                (gain * bw).max(STARTUP_GAIN * (STARTUP_FLOOR_PACKETS * MSS) as f64 * 8.0 / rtt)
+                (gain * bw).max(STARTUP_GAIN * startup_floor_bps(rtt))
             }
             Some(bw) => gain * bw,
             None => STARTUP_GAIN * INITIAL_CWND as f64 * 8.0 / rtt,
@@ -407,15 +418,11 @@ impl Controller for Bbr {
     /// without the floor condition).
     fn on_load_shift(&mut self) {
         let recent = |round: u64| self.round <= round + 3;
-        let floor_bps = self
-            .min_rtt
-            .map(|rtt| (STARTUP_FLOOR_PACKETS * MSS) as f64 * 8.0 / rtt.as_secs_f64().max(1e-4));
+        let floor_bps = self.min_rtt.map(|rtt| startup_floor_bps(rtt.as_secs_f64()));
         let below_floor = matches!((self.max_bw.get(), floor_bps), (Some(bw), Some(f)) if bw < f);
         let light = below_floor && !recent(self.full_load_round);
         if light && self.mode != Mode::Startup {
-            self.mode = Mode::Startup;
-            self.full_bw = 0.0;
-            self.full_bw_rounds = 0;
+            self.restart_startup();
         }
     }
 }
@@ -703,14 +710,14 @@ mod tests {
         assert_eq!(c.min_rtt, Some(Duration::from_millis(30)));
     }
 
-    /// `rounds` round trips of light traffic: one app-limited packet of
-    /// 1 Mbit/s each (so each ack starts a round); then one full-load
-    /// sample if `then_load`.
+    /// `rounds` round trips of light traffic: one app-limited packet each,
+    /// whose ack measures `rate_bps` (so each ack starts a round); then one
+    /// full-load sample if `then_load`.
     fn light_rounds(
         c: &mut Bbr,
         now: &mut Instant,
         delivered: &mut u64,
-        rounds: u64,
+        (rate_bps, rounds): (f64, u64),
         then_load: bool,
     ) {
         let rtt = Duration::from_millis(20);
@@ -718,7 +725,7 @@ mod tests {
             *now += rtt;
             let prior = *delivered;
             *delivered += MSS;
-            let mut ack = full_ack(Some(1e6), rtt, prior, *delivered, 1);
+            let mut ack = full_ack(Some(rate_bps), rtt, prior, *delivered, 1);
             ack.app_limited = i < rounds;
             c.on_ack(*now, &ack);
         }
@@ -731,10 +738,10 @@ mod tests {
     fn load_after_a_startup_that_saw_only_light_traffic_probes_again() {
         let (mut now, mut delivered) = (Instant::from_nanos(0), 0);
         let mut light = Bbr::new();
-        light_rounds(&mut light, &mut now, &mut delivered, 30, false);
+        light_rounds(&mut light, &mut now, &mut delivered, (1e6, 30), false);
         assert_eq!(light.mode, Mode::ProbeBw);
         assert_eq!(light.bandwidth_bps(None), Some(1e6));
-        light_rounds(&mut light, &mut now, &mut delivered, 0, true);
+        light_rounds(&mut light, &mut now, &mut delivered, (1e6, 0), true);
         assert_eq!(light.mode, Mode::Startup);
         assert_eq!(light.pacing_gain(), STARTUP_GAIN);
 
@@ -752,7 +759,7 @@ mod tests {
             overflow.on_ack(now, &ack);
         }
         assert_eq!(overflow.mode, Mode::ProbeBw);
-        light_rounds(&mut overflow, &mut now, &mut delivered, 0, true);
+        light_rounds(&mut overflow, &mut now, &mut delivered, (1e6, 0), true);
         assert_eq!(overflow.mode, Mode::Startup);
 
         let mut loaded = Bbr::new();
@@ -764,7 +771,7 @@ mod tests {
         );
         let mut delivered = 2_000 * MSS;
         assert_eq!(loaded.mode, Mode::ProbeBw);
-        light_rounds(&mut loaded, &mut now, &mut delivered, 30, true);
+        light_rounds(&mut loaded, &mut now, &mut delivered, (1e6, 30), true);
         assert_eq!(loaded.mode, Mode::ProbeBw);
     }
 
@@ -783,7 +790,7 @@ mod tests {
         assert_eq!(was_loaded.mode, Mode::ProbeBw);
         was_loaded.on_load_shift();
         assert_eq!(was_loaded.mode, Mode::ProbeBw, "loaded lately");
-        light_rounds(&mut was_loaded, &mut now, &mut delivered, 30, false);
+        light_rounds(&mut was_loaded, &mut now, &mut delivered, (1e6, 30), false);
         assert_eq!(was_loaded.bandwidth_bps(None), Some(1e6));
         was_loaded.on_load_shift();
         assert_eq!(was_loaded.mode, Mode::Startup);
@@ -800,14 +807,7 @@ mod tests {
         // Light traffic at 8 Mbit/s: above the floor, its estimate stands.
         let mut above = Bbr::new();
         let (mut now, mut delivered) = (Instant::from_nanos(0), 0);
-        for _ in 0..30 {
-            now += rtt;
-            let prior = delivered;
-            delivered += MSS;
-            let mut ack = full_ack(Some(8e6), rtt, prior, delivered, 1);
-            ack.app_limited = true;
-            above.on_ack(now, &ack);
-        }
+        light_rounds(&mut above, &mut now, &mut delivered, (8e6, 30), false);
         assert_eq!(above.mode, Mode::ProbeBw);
         above.on_load_shift();
         assert_eq!(above.mode, Mode::ProbeBw);
@@ -842,7 +842,7 @@ mod tests {
         assert_eq!(c.mode, Mode::ProbeBw);
         assert!(c.full_load_round >= 2);
         assert!(c.round > c.full_load_round + 3);
-        light_rounds(&mut c, &mut now, &mut delivered, 0, true);
+        light_rounds(&mut c, &mut now, &mut delivered, (1e6, 0), true);
         assert_eq!(c.mode, Mode::Startup);
     }
 
