@@ -7,6 +7,7 @@
 #   NO_RESEND=1 scripts/tunnel-tput.sh ...      # [tunnel] resend_losses = false
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
 set -u
+command -v iperf3 >/dev/null || { echo "tunnel-tput.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
 B=${BRAID:-target/release/braid}
 L=tp
 FLAGS=()
