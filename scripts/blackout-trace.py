@@ -17,6 +17,7 @@ exit, also on an error, Ctrl-C or SIGTERM; every command has a timeout.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,6 +108,8 @@ def trace(r):
 
 
 def main():
+    if shutil.which("iperf3") is None:
+        sys.exit("blackout-trace.py: iperf3 is not installed (apt-get install iperf3)")
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     signal.signal(signal.SIGTERM, down)
     signal.signal(signal.SIGINT, down)

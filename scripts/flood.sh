@@ -7,6 +7,7 @@
 # Needs root, iperf3, a release build (cargo build --release -p braid
 # --bin braid --example flood). Prints one row per run.
 set -euo pipefail
+command -v iperf3 >/dev/null || { echo "flood.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
 B=${BRAID:-target/release/braid}
 F=${FLOOD:-target/release/examples/flood}
 RATE=${RATE:-100000}

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -411,6 +412,8 @@ def main():
         sys.exit("tunnel-lab.py: needs root (network namespaces, TUN)")
     if not os.access(BRAID, os.X_OK):
         sys.exit(f"tunnel-lab.py: no {BRAID}; run cargo build --release -p braid first")
+    if shutil.which("iperf3") is None:
+        sys.exit("tunnel-lab.py: iperf3 is not installed (apt-get install iperf3)")
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
