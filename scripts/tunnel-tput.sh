@@ -5,6 +5,7 @@
 #   scripts/tunnel-tput.sh                      # the four sets of issue 9
 #   scripts/tunnel-tput.sh "10mbit,10ms,loss=1% 10mbit,20ms"
 #   NO_RESEND=1 scripts/tunnel-tput.sh ...      # [tunnel] resend_losses = false
+#   IDLE=120 scripts/tunnel-tput.sh ...         # 120 s of idle tunnel before runs 2 and 3
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
 set -u
 command -v iperf3 >/dev/null || { echo "tunnel-tput.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
@@ -22,7 +23,8 @@ for set in "$@"; do
   $B lab up --name $L --tunnel "${FLAGS[@]}" "${args[@]}" >/dev/null 2>&1 || { echo "lab up failed for $set"; continue; }
   sleep 1
   out=""
-  for _ in 1 2 3; do
+  for run in 1 2 3; do
+    [ "$run" -gt 1 ] && sleep "${IDLE:-0}"
     timeout 20 $B lab exec --name $L server -- iperf3 -s -1 -B 10.77.0.1 >/dev/null 2>&1 &
     sleep 0.5
     res=$(timeout 25 $B lab exec --name $L client -- iperf3 -c 10.77.0.1 -C cubic -t 10 -J 2>/dev/null | python3 -c "

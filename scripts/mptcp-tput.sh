@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Kernel MPTCP on the same paths and with the same iperf3 runs as
+# tunnel-tput.sh (one CUBIC upload, client to server, three 10-s runs per
+# set on one lab, the first on fresh namespaces), for a side-by-side with
+# braid's tunnel. Root, iperf3 and mptcpize (Debian: mptcpd); the lab is
+# called mp and removed at the end, also on failure.
+#   scripts/mptcp-tput.sh                       # the four sets of issue 9
+#   scripts/mptcp-tput.sh "10mbit,5ms 10mbit,50ms"
+# Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
+set -u
+for tool in iperf3 mptcpize; do
+  command -v $tool >/dev/null || { echo "mptcp-tput.sh: $tool is not installed (apt-get install iperf3 mptcpd)" >&2; exit 1; }
+done
+B=${BRAID:-target/release/braid}
+L=mp
+SERVER=198.19.0.1
+trap '$B lab down --name $L >/dev/null 2>&1' EXIT
+if [ $# -eq 0 ]; then
+  set -- "8mbit,10ms 2mbit,40ms" "10mbit,5ms 10mbit,50ms" "64mbit,6500us 60mbit,12500us" "64mbit,6500us 60mbit,22500us"
+fi
+for set in "$@"; do
+  args=()
+  for p in $set; do args+=(--path "$p"); done
+  $B lab up --name $L "${args[@]}" >/dev/null 2>&1 || { echo "lab up failed for $set"; continue; }
+  for ns in client server; do
+    $B lab exec --name $L $ns -- ip mptcp limits set subflow 8 add_addr_accepted 8
+  done
+  # Every path after the first is a subflow endpoint of the client.
+  i=0
+  for _ in $set; do
+    i=$((i + 1))
+    [ $i -gt 1 ] && $B lab exec --name $L client -- ip mptcp endpoint add 198.18.$i.2 dev p$i subflow
+  done
+  sleep 1
+  out=""
+  for _ in 1 2 3; do
+    timeout 20 $B lab exec --name $L server -- mptcpize run iperf3 -s -1 -B $SERVER >/dev/null 2>&1 &
+    sleep 0.5
+    res=$(timeout 25 $B lab exec --name $L client -- mptcpize run iperf3 -c $SERVER -C cubic -t 10 -J 2>/dev/null | python3 -c "
+import json,sys; e=json.load(sys.stdin)['end']
+print(f\"{e['sum_sent']['bits_per_second']/1e6:.2f} ({e['sum_received']['bits_per_second']/1e6:.2f}) rtx {e['sum_sent'].get('retransmits')}\")")
+    wait
+    out="$out | $res"
+  done
+  echo "${set// / + }$out"
+  $B lab down --name $L >/dev/null 2>&1
+done
