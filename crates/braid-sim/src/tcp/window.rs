@@ -32,6 +32,12 @@ pub const HYSTART_SUFFIX: &str = "+hystart";
 const CUBIC_C: f64 = 0.4;
 /// CUBIC's multiplicative decrease factor.
 const CUBIC_BETA: f64 = 0.7;
+/// Least growth per acknowledged segment while CUBIC has seen no
+/// congestion event (a slow start HyStart ended): Linux's `tcp_cubic`
+/// caps its ACK count per segment of growth at 20 while `last_max_cwnd`
+/// is 0, so the window grows by at least 5 % per round trip instead of
+/// by a cubic curve whose origin is the window it left slow start at.
+const CUBIC_NO_LOSS_GROWTH: f64 = 1.0 / 20.0;
 
 /// Window state of one connection's congestion controller.
 #[derive(Debug, Clone)]
@@ -98,11 +104,20 @@ impl Window {
                 let alpha = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
                 c.w_est += alpha * acked / cwnd;
                 if w_cubic(t) < c.w_est {
-                    return c.w_est.max(cwnd);
+                    return if c.w_max == 0.0 {
+                        c.w_est.max(cwnd + CUBIC_NO_LOSS_GROWTH * acked)
+                    } else {
+                        c.w_est.max(cwnd)
+                    };
                 }
                 // RFC 9438 4.4/4.5: aim at the window one round trip ahead.
                 let target = w_cubic(t + srtt.as_secs_f64()).clamp(cwnd, 1.5 * cwnd);
-                cwnd + (target - cwnd) / cwnd * acked
+                let grown = cwnd + (target - cwnd) / cwnd * acked;
+                if c.w_max == 0.0 {
+                    grown.max(cwnd + CUBIC_NO_LOSS_GROWTH * acked)
+                } else {
+                    grown
+                }
             }
         }
     }
@@ -136,6 +151,25 @@ mod tests {
             }
             t += srtt.as_secs_f64();
         }
+    }
+
+    #[test]
+    fn cubic_without_a_loss_grows_five_percent_per_round_trip() {
+        // Slow start ended without a loss (HyStart): the cubic curve starts
+        // flat at this window, and Linux's floor of one segment per 20 ACKs
+        // carries the growth: about 1.05 per round trip, 1.05^20 = 2.65 in
+        // 20 round trips (one second at 50 ms).
+        let srtt = Duration::from_millis(50);
+        let mut w = Window::new(TcpCc::Cubic);
+        let mut cwnd = 100.0;
+        advance(&mut w, &mut cwnd, 0.0, 1.0, srtt);
+        assert!(cwnd > 250.0 && cwnd < 280.0, "5 % per round trip: {cwnd}");
+        // After a loss at the same window the curve alone grows it: back
+        // towards w_max = 100 from 70, far less in the same second.
+        let mut w = Window::new(TcpCc::Cubic);
+        let mut cwnd = w.on_congestion(100.0);
+        advance(&mut w, &mut cwnd, 0.0, 1.0, srtt);
+        assert!(cwnd < 100.0, "concave towards w_max after a loss: {cwnd}");
     }
 
     #[test]
