@@ -183,7 +183,7 @@ mod tests {
         let srtt = Duration::from_secs(1);
         let mut w = Window::new(TcpCc::Cubic);
         let mut cwnd = 10_000.0;
-        advance(&mut w, &mut cwnd, 0.0, 6.0, srtt);
+        advance_by(&mut w, &mut cwnd, 0.0, 6.0, srtt, 2);
         assert!(
             cwnd > 13_000.0 && cwnd < 13_600.0,
             "5 % per round trip: {cwnd}"
