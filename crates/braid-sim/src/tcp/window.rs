@@ -103,21 +103,18 @@ impl Window {
                 // that its average matches Reno's.
                 let alpha = 3.0 * (1.0 - CUBIC_BETA) / (1.0 + CUBIC_BETA);
                 c.w_est += alpha * acked / cwnd;
-                if w_cubic(t) < c.w_est {
-                    return if c.w_max == 0.0 {
-                        c.w_est.max(cwnd + CUBIC_NO_LOSS_GROWTH * acked)
-                    } else {
-                        c.w_est.max(cwnd)
-                    };
-                }
-                // RFC 9438 4.4/4.5: aim at the window one round trip ahead.
-                let target = w_cubic(t + srtt.as_secs_f64()).clamp(cwnd, 1.5 * cwnd);
-                let grown = cwnd + (target - cwnd) / cwnd * acked;
-                if c.w_max == 0.0 {
-                    grown.max(cwnd + CUBIC_NO_LOSS_GROWTH * acked)
+                let least = if c.w_max == 0.0 {
+                    cwnd + CUBIC_NO_LOSS_GROWTH * acked
                 } else {
-                    grown
+                    cwnd
+                };
+                if w_cubic(t) < c.w_est {
+                    return c.w_est.max(least);
                 }
+                // RFC 9438 4.4/4.5: aim at the window one round trip ahead
+                // (never below `cwnd`, so `least` binds only without a loss).
+                let target = w_cubic(t + srtt.as_secs_f64()).clamp(cwnd, 1.5 * cwnd);
+                (cwnd + (target - cwnd) / cwnd * acked).max(least)
             }
         }
     }
@@ -164,19 +161,17 @@ mod tests {
         // flat at this window, and Linux's floor of one segment per 20 ACKs
         // carries the growth: about 1.05 per round trip, 1.05^20 = 2.65 in
         // 20 round trips (one second at 50 ms).
+        // ACKs of one segment, and of two (a delayed-ACK receiver).
         let srtt = Duration::from_millis(50);
-        let mut w = Window::new(TcpCc::Cubic);
-        let mut cwnd = 100.0;
-        advance(&mut w, &mut cwnd, 0.0, 1.0, srtt);
-        assert!(cwnd > 250.0 && cwnd < 280.0, "5 % per round trip: {cwnd}");
-        // The same with ACKs of two segments (a delayed-ACK receiver).
-        let mut w = Window::new(TcpCc::Cubic);
-        let mut cwnd = 100.0;
-        advance_by(&mut w, &mut cwnd, 0.0, 1.0, srtt, 2);
-        assert!(
-            cwnd > 250.0 && cwnd < 280.0,
-            "5 % per round trip, ACKs of 2: {cwnd}"
-        );
+        for acked in [1, 2] {
+            let mut w = Window::new(TcpCc::Cubic);
+            let mut cwnd = 100.0;
+            advance_by(&mut w, &mut cwnd, 0.0, 1.0, srtt, acked);
+            assert!(
+                cwnd > 250.0 && cwnd < 280.0,
+                "5 % per round trip, ACKs of {acked}: {cwnd}"
+            );
+        }
         // Where the cubic curve, not the Reno-friendly estimate, sets the
         // growth (a window far above a curve that rises 0.4 t^3 from
         // where the epoch began) the floor holds as well: 1.05^6 = 1.34.
