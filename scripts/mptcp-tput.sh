@@ -6,18 +6,17 @@
 # called mp and removed at the end, also on failure.
 #   scripts/mptcp-tput.sh                       # the four sets of issue 9
 #   scripts/mptcp-tput.sh "10mbit,5ms 10mbit,50ms"
+#   IDLE=120 scripts/mptcp-tput.sh ...          # 120 s between runs
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
 set -u
 for tool in iperf3 mptcpize; do
   command -v $tool >/dev/null || { echo "mptcp-tput.sh: $tool is not installed (apt-get install iperf3 mptcpd)" >&2; exit 1; }
 done
 B=${BRAID:-target/release/braid}
+. "$(dirname "$0")/tput-common.sh"
 L=mp
-SERVER=198.19.0.1
 trap '$B lab down --name $L >/dev/null 2>&1' EXIT
-if [ $# -eq 0 ]; then
-  set -- "8mbit,10ms 2mbit,40ms" "10mbit,5ms 10mbit,50ms" "64mbit,6500us 60mbit,12500us" "64mbit,6500us 60mbit,22500us"
-fi
+[ $# -eq 0 ] && set -- "${TPUT_SETS[@]}"
 for set in "$@"; do
   args=()
   for p in $set; do args+=(--path "$p"); done
@@ -32,16 +31,6 @@ for set in "$@"; do
     [ $i -gt 1 ] && $B lab exec --name $L client -- ip mptcp endpoint add 198.18.$i.2 dev p$i subflow
   done
   sleep 1
-  out=""
-  for _ in 1 2 3; do
-    timeout 20 $B lab exec --name $L server -- mptcpize run iperf3 -s -1 -B $SERVER >/dev/null 2>&1 &
-    sleep 0.5
-    res=$(timeout 25 $B lab exec --name $L client -- mptcpize run iperf3 -c $SERVER -C cubic -t 10 -J 2>/dev/null | python3 -c "
-import json,sys; e=json.load(sys.stdin)['end']
-print(f\"{e['sum_sent']['bits_per_second']/1e6:.2f} ({e['sum_received']['bits_per_second']/1e6:.2f}) rtx {e['sum_sent'].get('retransmits')}\")")
-    wait
-    out="$out | $res"
-  done
-  echo "${set// / + }$out"
+  echo "${set// / + }$(tput_runs $L 198.19.0.1 mptcpize run)"
   $B lab down --name $L >/dev/null 2>&1
 done

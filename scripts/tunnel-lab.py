@@ -251,12 +251,15 @@ def recovery(series, start, end, threshold, window):
         return sum(span) / len(span) >= threshold
 
     # Windows that would reach past `end` are not judged.
-    last = max((i for i, (t, _) in enumerate(pts) if t + window <= end), default=-1)
-    for i in range(last + 1):
-        if all(holds(j) for j in range(i, last + 1)):
-            # A point stands for the interval that ended at its time.
-            return pts[i - 1][0] - start if i > 0 else 0.0
-    return None
+    judged = [i for i, (t, _) in enumerate(pts) if t + window <= end]
+    failing = [i for i in judged if not holds(i)]
+    if not judged or (failing and failing[-1] == judged[-1]):
+        return None
+    if not failing:
+        return 0.0
+    # Back from the window after the last that fell; a point stands for the
+    # interval that ended at its time.
+    return pts[failing[-1]][0] - start
 
 
 def blackout(args):
