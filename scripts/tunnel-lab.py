@@ -329,7 +329,7 @@ def blackout(args):
                 )
                 path = rate_series(counters.samples, cut)
                 share = [v for t, v in path if t_cut - 4 <= t < t_cut]
-                share_mean = sum(share) / len(share) if share else float("nan")
+                share_mean = mean(share)
                 back = recovery(path, t_back, t_back + 6, 0.8 * share_mean, 0.5)
                 dip = min((v for t, v in goodput if t_cut <= t < t_cut + 1), default=float("nan"))
                 fmt = lambda x: "never" if x is None else f"{x:.2f} s"
