@@ -61,10 +61,12 @@
 //! lost and the ranges remembered as skipped are each capped.
 
 pub(crate) mod ranges;
+mod sorted;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 use ranges::RangeSet;
+use sorted::SortedDeque;
 
 use crate::cc::WindowedMax;
 use std::time::Duration;
@@ -242,7 +244,7 @@ pub struct Resequencer {
     config: ReseqConfig,
     /// Next global number to deliver in order.
     next: u64,
-    held: BTreeMap<u64, Held>,
+    held: SortedDeque<u64, Held>,
     held_bytes: usize,
     /// Numbers at or above `next` known lost (per-path gap, skip notice).
     /// May cover held packets (a forged notice); those are still delivered.
@@ -251,7 +253,7 @@ pub struct Resequencer {
     /// re-sends losses: awaited for up to `RESEND_WAIT`, not skipped.
     awaiting_resend: RangeSet,
     /// Ranges below `next` skipped without delivery: start -> (end, when).
-    skipped: BTreeMap<u64, (u64, Instant)>,
+    skipped: SortedDeque<u64, (u64, Instant)>,
     /// How long holes take to fill: the time from the first packet held
     /// behind a hole to the hole's packet, including ones that came after
     /// their number was given up on. The sender may hold earlier packets
@@ -267,16 +269,19 @@ pub struct Resequencer {
     arrivals: VecDeque<(Instant, u64)>,
     /// Numbers at or above `next` already delivered: in pass-through mode,
     /// or early for their flow...
-    seen_ahead: BTreeSet<u64>,
+    seen_ahead: SortedDeque<u64, ()>,
     /// ...of which these came express: no sign of a hole...
-    express_ahead: BTreeSet<u64>,
+    express_ahead: SortedDeque<u64, ()>,
     /// ...and these were sent behind lower numbers (`SentAs::Behind`).
-    behind_ahead: BTreeSet<u64>,
+    behind_ahead: SortedDeque<u64, ()>,
     /// Held packets not sent behind.
     held_in_order: usize,
     /// Held packets waiting for their flow's previous packet; one entry per
     /// such packet, removed when it is released.
-    waiting: BTreeSet<Waiter>,
+    waiting: SortedDeque<Waiter, ()>,
+    /// Numbers `deliver_early` has delivered whose waiters it has yet to
+    /// release (kept for its room).
+    chain: Vec<u64>,
     /// Deadline of the hole at `timer_hole`: a hole gets its full timeout
     /// from the moment it becomes the head of the line.
     timer: Option<Instant>,
@@ -295,19 +300,20 @@ impl Resequencer {
         Resequencer {
             config,
             next: 0,
-            held: BTreeMap::new(),
+            held: SortedDeque::default(),
             held_bytes: 0,
             known_lost: RangeSet::default(),
             awaiting_resend: RangeSet::default(),
-            skipped: BTreeMap::new(),
+            skipped: SortedDeque::default(),
             fill_max: WindowedMax::new(FILL_WINDOW_MS),
             now: Instant::ZERO,
             arrivals: VecDeque::new(),
-            seen_ahead: BTreeSet::new(),
-            express_ahead: BTreeSet::new(),
-            behind_ahead: BTreeSet::new(),
+            seen_ahead: SortedDeque::default(),
+            express_ahead: SortedDeque::default(),
+            behind_ahead: SortedDeque::default(),
             held_in_order: 0,
-            waiting: BTreeSet::new(),
+            waiting: SortedDeque::default(),
+            chain: Vec::new(),
             timer: None,
             timer_hole: 0,
             timer_waits_sender: false,
@@ -400,14 +406,14 @@ impl Resequencer {
 
     /// Delivers an express packet ahead of `next` at once.
     fn push_express_ahead(&mut self, now: Instant, gseq: u64, payload: Vec<u8>, flow: FlowLink) {
-        if self.held.contains_key(&gseq) || self.seen_ahead.contains(&gseq) {
+        if self.held.contains(&gseq) || self.seen_ahead.contains(&gseq) {
             self.counters.duplicates += 1;
             return;
         }
         if !self.flow_ready(flow) {
             self.counters.express_unordered += 1;
         }
-        self.express_ahead.insert(gseq);
+        self.express_ahead.insert(gseq, ());
         self.deliver_early(now, gseq, payload, Duration::ZERO, false);
         self.bound_seen_ahead(now);
         self.update_timer(now);
@@ -470,7 +476,7 @@ impl Resequencer {
         if start >= hi {
             return;
         }
-        let present = self.held.range(start..hi).count() + self.seen_ahead.range(start..hi).count();
+        let present = self.held.count_in(&start, &hi) + self.seen_ahead.count_in(&start, &hi);
         if hi - start - present as u64 == gap.lost {
             // Held numbers inside the range are delivered all the same.
             lost(self, start, hi);
@@ -515,18 +521,16 @@ impl Resequencer {
         lo < hi
             && self
                 .skipped
-                .range(..hi)
-                .next_back()
+                .at_or_before(&(hi - 1))
                 .is_some_and(|(_, &(end, _))| end > lo)
     }
 
     /// A number below `next`: delivered once if it had been skipped, else a
     /// duplicate. (In pass-through mode the fill sample goes unused.)
     fn push_late(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
-        let Some((&start, &(end, skipped_at))) = self
+        let Some((start, &(end, skipped_at))) = self
             .skipped
-            .range(..=gseq)
-            .next_back()
+            .at_or_before(&gseq)
             .filter(|(_, &(end, _))| end > gseq)
         else {
             self.counters.duplicates += 1;
@@ -547,7 +551,7 @@ impl Resequencer {
     }
 
     fn push_pass_through(&mut self, now: Instant, gseq: u64, payload: Vec<u8>) {
-        if !self.seen_ahead.insert(gseq) {
+        if self.seen_ahead.insert(gseq, ()).is_some() {
             self.counters.duplicates += 1;
             return;
         }
@@ -584,7 +588,7 @@ impl Resequencer {
         flow: FlowLink,
         behind: bool,
     ) {
-        if self.held.contains_key(&gseq) || self.seen_ahead.contains(&gseq) {
+        if self.held.contains(&gseq) || self.seen_ahead.contains(&gseq) {
             self.counters.duplicates += 1;
             return;
         }
@@ -600,12 +604,12 @@ impl Resequencer {
             _ => None,
         };
         if let Some(w) = waits_on {
-            self.waiting.insert(w);
+            self.waiting.insert(w, ());
         }
         // A re-sent packet's wait is a round trip, not the paths' delay
         // spread the hole timeout learns.
         if gseq == self.next && !self.awaits_resend(gseq) {
-            if let Some((_, first)) = self.held.first_key_value() {
+            if let Some((_, first)) = self.held.first() {
                 let waited = now - first.arrived;
                 self.on_fill(waited);
             }
@@ -622,7 +626,7 @@ impl Resequencer {
             },
         );
         self.release_in_order(now);
-        if self.held.contains_key(&gseq) {
+        if self.held.contains(&gseq) {
             self.arrivals.push_back((now, gseq));
         }
         self.enforce_bounds(now);
@@ -640,12 +644,13 @@ impl Resequencer {
         behind: bool,
     ) {
         self.emit_early(gseq, payload, held, behind);
-        let mut delivered = vec![gseq];
+        let mut delivered = std::mem::take(&mut self.chain);
+        delivered.push(gseq);
         while let Some(p) = delivered.pop() {
-            while let Some(&w) = self
+            while let Some((w, _)) = self
                 .waiting
-                .range((p, false, 0)..=(p, false, u64::MAX))
-                .next()
+                .at_or_after(&(p, false, 0))
+                .filter(|&((q, at_or_below, _), _)| q == p && !at_or_below)
             {
                 // Its number lies beyond `p`, itself at or beyond `next`.
                 let h = self.take_held(w.2).expect("every waiter is held");
@@ -653,13 +658,14 @@ impl Resequencer {
                 delivered.push(w.2);
             }
         }
+        self.chain = delivered;
     }
 
     /// Delivers `gseq` ahead of global order, in order for its flow.
     fn emit_early(&mut self, gseq: u64, payload: Vec<u8>, held: Duration, behind: bool) {
-        self.seen_ahead.insert(gseq);
+        self.seen_ahead.insert(gseq, ());
         if behind {
-            self.behind_ahead.insert(gseq);
+            self.behind_ahead.insert(gseq, ());
         }
         self.counters.delivered_early += 1;
         self.emit(gseq, payload, true, held);
@@ -679,7 +685,7 @@ impl Resequencer {
     /// Releases the held packets whose flow's previous packet `next` has
     /// now passed. One at `next` itself stays for in-order delivery.
     fn release_passed(&mut self, now: Instant) {
-        while let Some(&w) = self.waiting.first().filter(|w| w.0 < self.next) {
+        while let Some((w, _)) = self.waiting.first().filter(|(w, _)| w.0 < self.next) {
             if w.2 == self.next {
                 self.waiting.remove(&w);
                 if let Some(h) = self.held.get_mut(&w.2) {
@@ -702,11 +708,11 @@ impl Resequencer {
                 self.expiries = 0;
                 self.emit(gseq, h.payload, true, now - h.arrived);
                 self.release_passed(now);
-            } else if self.seen_ahead.first() == Some(&self.next) {
+            } else if self.seen_ahead.first().is_some_and(|(s, _)| s == self.next) {
                 self.skip_to(now, self.next + 1);
             } else if let Some(end) = self.known_lost.end_of_range_holding(self.next) {
                 // Never past a held packet, even one a notice called lost.
-                let first_held = self.held.first_key_value().map_or(u64::MAX, |(&g, _)| g);
+                let first_held = self.held.first().map_or(u64::MAX, |(g, _)| g);
                 self.skip_to(now, end.min(first_held));
                 self.expiries = 0;
             } else {
@@ -721,7 +727,7 @@ impl Resequencer {
     fn skip_to(&mut self, now: Instant, to: u64) {
         let mut from = self.next;
         // Numbers delivered ahead are passed, not skipped.
-        while let Some(&seen) = self.seen_ahead.first().filter(|&&s| s < to) {
+        while let Some((seen, _)) = self.seen_ahead.first().filter(|&(s, _)| s < to) {
             self.seen_ahead.pop_first();
             self.express_ahead.remove(&seen);
             self.behind_ahead.remove(&seen);
@@ -746,7 +752,7 @@ impl Resequencer {
     /// Forgets skips far below `next`, and the oldest beyond the range cap.
     fn trim_skipped(&mut self) {
         let floor = self.next.saturating_sub(SKIP_MEMORY);
-        while let Some((&start, &(end, at))) = self.skipped.first_key_value() {
+        while let Some((start, &(end, at))) = self.skipped.first() {
             if end <= floor || self.skipped.len() > MAX_SKIPPED_RANGES {
                 self.skipped.pop_first();
             } else {
@@ -762,12 +768,12 @@ impl Resequencer {
     /// Gives up on the holes before the first packet held or delivered
     /// ahead, and releases what follows in order.
     fn release_first(&mut self, now: Instant) {
-        let first_held = self.held.first_key_value().map(|(&g, _)| g);
+        let first_held = self.held.first().map(|(g, _)| g);
         let first_seen = self
             .seen_ahead
             .iter()
-            .find(|g| !self.express_ahead.contains(g))
-            .copied();
+            .map(|(g, _)| g)
+            .find(|g| !self.express_ahead.contains(g));
         if let Some(first) = first_held.into_iter().chain(first_seen).min() {
             self.skip_to(now, first);
             self.release_in_order(now);
@@ -789,7 +795,7 @@ impl Resequencer {
             if now - arrived < self.config.max_hold {
                 break;
             }
-            while self.held.contains_key(&gseq) {
+            while self.held.contains(&gseq) {
                 self.release_first(now);
             }
         }
@@ -809,13 +815,13 @@ impl Resequencer {
         while self
             .arrivals
             .front()
-            .is_some_and(|(_, g)| !self.held.contains_key(g))
+            .is_some_and(|(_, g)| !self.held.contains(g))
         {
             self.arrivals.pop_front();
         }
         if self.arrivals.len() > 2 * self.held.len() + 16 {
             let held = &self.held;
-            self.arrivals.retain(|(_, g)| held.contains_key(g));
+            self.arrivals.retain(|(_, g)| held.contains(g));
         }
     }
 

@@ -1,12 +1,12 @@
 //! A set of numbers kept as disjoint half-open ranges, so that a peer's
 //! "numbers 1000 to 66535" costs one entry, not 65,536.
 
-use std::collections::BTreeMap;
+use super::sorted::SortedDeque;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RangeSet {
     /// start -> end (exclusive); ranges neither overlap nor touch.
-    ranges: BTreeMap<u64, u64>,
+    ranges: SortedDeque<u64, u64>,
 }
 
 impl RangeSet {
@@ -15,20 +15,22 @@ impl RangeSet {
     }
 
     /// Adds `lo..hi`, merging with the ranges it overlaps or touches.
-    /// Costs O(log n) plus one step per range it swallows.
+    /// Costs O(log n) plus one step per range it swallows (and, in the
+    /// middle of the set, the move of the entries on one side: see
+    /// [`SortedDeque`]).
     pub fn insert(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;
         }
         let (mut lo, mut hi) = (lo, hi);
-        if let Some((&s, &e)) = self.ranges.range(..=lo).next_back() {
+        if let Some((s, &e)) = self.ranges.at_or_before(&lo) {
             if e >= lo {
                 lo = s;
                 hi = hi.max(e);
                 self.ranges.remove(&s);
             }
         }
-        while let Some((&s, &e)) = self.ranges.range(lo..=hi).next() {
+        while let Some((s, &e)) = self.ranges.at_or_after(&lo).filter(|&(s, _)| s <= hi) {
             hi = hi.max(e);
             self.ranges.remove(&s);
         }
@@ -38,18 +40,17 @@ impl RangeSet {
     /// The end of the range holding `n`, if `n` is in the set.
     pub fn end_of_range_holding(&self, n: u64) -> Option<u64> {
         self.ranges
-            .range(..=n)
-            .next_back()
+            .at_or_before(&n)
             .and_then(|(_, &e)| (e > n).then_some(e))
     }
 
     /// Removes every number below `n`.
     pub fn remove_below(&mut self, n: u64) {
-        while let Some((&s, &e)) = self.ranges.first_key_value() {
+        while let Some((s, &e)) = self.ranges.first() {
             if s >= n {
                 break;
             }
-            self.ranges.remove(&s);
+            self.ranges.pop_first();
             if e > n {
                 self.ranges.insert(n, e);
                 break;
@@ -62,14 +63,13 @@ impl RangeSet {
         lo < hi
             && self
                 .ranges
-                .range(..hi)
-                .next_back()
+                .at_or_before(&(hi - 1))
                 .is_some_and(|(_, &e)| e > lo)
     }
 
     /// The ranges, lowest first, as `(start, end)` with `end` exclusive.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, u64)> + '_ {
-        self.ranges.iter().map(|(&s, &e)| (s, e))
+        self.ranges.iter().map(|(s, &e)| (s, e))
     }
 
     /// Drops the highest range (to bound memory: forgetting a known loss
@@ -84,7 +84,7 @@ mod tests {
     use super::*;
 
     fn ranges(s: &RangeSet) -> Vec<(u64, u64)> {
-        s.ranges.iter().map(|(&a, &b)| (a, b)).collect()
+        s.iter().collect()
     }
 
     #[test]

@@ -1022,11 +1022,11 @@ proptest! {
             }
             prop_assert!(r.held_packets() <= 32 && r.held_bytes() <= 64);
             prop_assert!(r.waiting.len() <= r.held_packets());
-            prop_assert!(r.waiting.iter().all(|w| r.held.get(&w.2).is_some_and(|h| h.waits_on == Some(*w))));
-            prop_assert!(r.seen_ahead.iter().all(|&g| g >= r.next && !r.held.contains_key(&g)));
-            prop_assert!(r.express_ahead.iter().all(|g| r.seen_ahead.contains(g)));
-            prop_assert!(r.behind_ahead.iter().all(|g| r.seen_ahead.contains(g) && !r.express_ahead.contains(g)));
-            prop_assert_eq!(r.held_in_order, r.held.values().filter(|h| !h.behind).count());
+            prop_assert!(r.waiting.iter().all(|(w, _)| r.held.get(&w.2).is_some_and(|h| h.waits_on == Some(w))));
+            prop_assert!(r.seen_ahead.iter().all(|(g, _)| g >= r.next && !r.held.contains(&g)));
+            prop_assert!(r.express_ahead.iter().all(|(g, _)| r.seen_ahead.contains(&g)));
+            prop_assert!(r.behind_ahead.iter().all(|(g, _)| r.seen_ahead.contains(&g) && !r.express_ahead.contains(&g)));
+            prop_assert_eq!(r.held_in_order, r.held.iter().filter(|(_, h)| !h.behind).count());
             Ok(())
         };
         for (g, gap, kind, dt) in ops {
@@ -1068,7 +1068,7 @@ fn a_skip_notice_rearms_the_hole_timer_for_the_next_hole() {
 }
 
 fn skipped_ranges(r: &Resequencer) -> Vec<(u64, u64)> {
-    r.skipped.iter().map(|(&s, &(e, _))| (s, e)).collect()
+    r.skipped.iter().map(|(s, &(e, _))| (s, e)).collect()
 }
 
 #[test]
