@@ -297,7 +297,11 @@ mod tests {
                 0..=2 => assert_eq!(ours.insert(k, step), model.insert(k, step)),
                 3 if growing => assert_eq!(ours.insert(k, step), model.insert(k, step)),
                 3..=4 => assert_eq!(ours.remove(&k), model.remove(&k)),
-                5 if !growing => assert_eq!(ours.remove(&k), model.remove(&k)),
+                // Shrinking: an existing key, so that the table empties.
+                5 if !growing => {
+                    let k = model.range(k..).next().map_or(k, |(&k, _)| k);
+                    assert_eq!(ours.remove(&k), model.remove(&k));
+                }
                 5 => assert_eq!(ours.pop_first(), model.pop_first()),
                 6 => assert_eq!(ours.pop_last(), model.pop_last()),
                 7 => {
@@ -315,7 +319,9 @@ mod tests {
                 _ => {
                     assert_eq!(ours.get(&k), model.get(&k));
                     assert_eq!(ours.contains(&k), model.contains_key(&k));
-                    if let (Some(a), Some(b)) = (ours.get_mut(&k), model.get_mut(&k)) {
+                    let (a, b) = (ours.get_mut(&k), model.get_mut(&k));
+                    assert_eq!(a, b);
+                    if let (Some(a), Some(b)) = (a, b) {
                         *a += 1;
                         *b += 1;
                     }
@@ -351,7 +357,8 @@ mod tests {
         for k in 1000..100_000u64 {
             t.insert(k, ());
             t.pop_first();
-            assert!(t.room() <= room + 1);
+            // The block the front empties is kept for the back's next.
+            assert!((room..=room + 1).contains(&t.room()), "{} blocks", t.room());
         }
         t.check();
         for k in 0..100_000u64 {
@@ -364,6 +371,45 @@ mod tests {
         t.check();
         // One block in use, three spare.
         assert!(t.room() <= 4, "{} blocks kept", t.room());
+        assert_eq!(t.blocks.capacity(), 16);
+    }
+
+    /// The block list gives back room once a quarter of it or less is in
+    /// use, to twice that, so a list that then swings by less than a
+    /// factor of two is never reallocated.
+    #[test]
+    fn the_block_list_shrinks_once_then_keeps_its_room() {
+        let mut t = SortedDeque::default();
+        let entries = |blocks: usize| (blocks * BLOCK) as u64;
+        for k in 0..entries(1000) {
+            t.insert(k, ());
+        }
+        let burst = t.blocks.capacity();
+        assert!(burst >= 1000);
+        let mut next = entries(1000);
+        while t.blocks.len() > burst / 4 + 1 {
+            t.pop_first();
+        }
+        // More than a quarter in use: nothing given back yet.
+        assert_eq!(t.blocks.capacity(), burst);
+        while t.blocks.len() > burst / 4 {
+            t.pop_first();
+        }
+        let shrunk = t.blocks.capacity();
+        assert!(
+            (burst / 2 - 2..=burst / 2 + 2).contains(&shrunk),
+            "{burst} -> {shrunk}"
+        );
+        for _ in 0..3 {
+            while t.blocks.len() < shrunk - 2 {
+                t.insert(next, ());
+                next += 1;
+            }
+            while t.blocks.len() > shrunk / 2 + 2 {
+                t.pop_first();
+            }
+            assert_eq!(t.blocks.capacity(), shrunk);
+        }
     }
 
     /// The worst place to insert, the middle of a full table, moves at

@@ -1023,6 +1023,7 @@ proptest! {
             prop_assert!(r.held_packets() <= 32 && r.held_bytes() <= 64);
             prop_assert!(r.waiting.len() <= r.held_packets());
             prop_assert!(r.waiting.iter().all(|(w, _)| r.held.get(&w.2).is_some_and(|h| h.waits_on == Some(w))));
+            prop_assert!(r.held.iter().all(|(_, h)| h.waits_on.is_none_or(|w| r.waiting.contains(&w))));
             prop_assert!(r.seen_ahead.iter().all(|(g, _)| g >= r.next && !r.held.contains(&g)));
             prop_assert!(r.express_ahead.iter().all(|(g, _)| r.seen_ahead.contains(&g)));
             prop_assert!(r.behind_ahead.iter().all(|(g, _)| r.seen_ahead.contains(&g) && !r.express_ahead.contains(&g)));
