@@ -345,10 +345,10 @@ fn steady_traffic_allocates_nothing_per_packet() {
 
 /// The resequencer alone at 100,000 packets a second over two paths 10
 /// and 30 ms one way (every other number on each), two interleaved flows,
-/// one packet in 1,000 of the slower path lost: about a thousand packets
-/// held at any time, entering and leaving on every packet, holes timing
-/// out. Its tables reuse their room: once warm it allocates nothing at
-/// all per packet.
+/// one packet in 1,000 of the slower path lost and told by that path's
+/// next packet (its number skipped): about a thousand packets held at any
+/// time, entering and leaving on every packet. Its tables reuse their
+/// room: once warm it allocates nothing at all per packet.
 #[test]
 fn the_resequencer_holds_and_releases_without_allocating() {
     use braid_core::reseq::{FlowLink, PathGap, ReseqConfig, Resequencer};

@@ -15,9 +15,8 @@ impl RangeSet {
     }
 
     /// Adds `lo..hi`, merging with the ranges it overlaps or touches.
-    /// Costs O(log n) plus one step per range it swallows (and, in the
-    /// middle of the set, the move of the entries on one side: see
-    /// [`SortedDeque`]).
+    /// Costs O(log n) plus one step per range it swallows (each step
+    /// moving at most a block of entries: see [`SortedDeque`]).
     pub fn insert(&mut self, lo: u64, hi: u64) {
         if lo >= hi {
             return;

@@ -66,7 +66,8 @@ impl<K: Ord + Copy, V> SortedDeque<K, V> {
         if *k >= last_key(last) {
             return (*k == last_key(last)).then(|| (self.blocks.len() - 1, last.len() - 1));
         }
-        let b = self.block_for(k)?;
+        // Inside the table: some block's last key is not below `k`.
+        let b = self.blocks.partition_point(|blk| last_key(blk) < *k);
         let blk = &self.blocks[b];
         let i = blk.partition_point(|(e, _)| e < k);
         (blk.get(i)?.0 == *k).then_some((b, i))
