@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
             0 => {
                 let header = DataHeader {
                     path,
-                    gseq: input.u64(),
+                    gseq: input.u32(),
                     pseq: input.u32(),
                     send_ts_us: input.u32(),
                     prev_gap: input.u16(),
@@ -58,7 +58,8 @@ fuzz_target!(|data: &[u8]| {
                     .map(|i| {
                         let header = DataHeader {
                             path,
-                            gseq: base.wrapping_add(u64::from(i) * stride),
+                            // The wire carries the low 32 bits.
+                            gseq: base.wrapping_add(u64::from(i) * stride) as u32,
                             pseq: pseq.wrapping_add(u32::from(i)),
                             send_ts_us: now.wire_micros(),
                             prev_gap: stride as u16,

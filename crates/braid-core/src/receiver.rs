@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::path::{OwdEstimator, PathSender};
+use crate::path::OwdEstimator;
 use crate::pool::BufferPool;
 use crate::reseq::{Delivery, FlowLink, PathGap, ReseqConfig, Resequencer, SentAs};
 use crate::sender::{Transmit, BUFFER_CAPACITY};
@@ -187,7 +187,8 @@ impl Receiver {
             self.malformed += 1;
             return Err(WireError::PacketType(1));
         };
-        let pseq = PathSender::widen_pseq(header.pseq, p.expected);
+        let pseq = wire::widen(header.pseq, p.expected);
+        let gseq = wire::widen(header.gseq, self.reseq.next_in_order());
         if p.started && pseq >= p.expected.saturating_add(PSEQ_WINDOW) {
             self.out_of_window += 1;
             return Ok(());
@@ -208,7 +209,7 @@ impl Receiver {
                     // The packet just before this one on the path is among
                     // the lost, if the hint names it (not 0, not saturated).
                     last_lost: (header.prev_gap != 0 && header.prev_gap != wire::GAP_SATURATED)
-                        .then(|| header.gseq.checked_sub(u64::from(header.prev_gap)))
+                        .then(|| gseq.checked_sub(u64::from(header.prev_gap)))
                         .flatten(),
                     resent: header.resends,
                 });
@@ -216,7 +217,7 @@ impl Receiver {
             // An express number lies beyond numbers this path may still
             // carry: the gap after a later packet counts from the one before.
             if !header.express {
-                p.last_gseq = Some(header.gseq);
+                p.last_gseq = Some(gseq);
             }
             // Shift the ack bitmap to the new largest.
             let shift = if p.started { pseq - p.largest } else { 0 };
@@ -250,11 +251,11 @@ impl Receiver {
         self.next_report
             .get_or_insert(now + self.config.report_interval);
         self.reseq.set_timeout(self.reseq_timeout(now));
-        let flow = FlowLink::from_wire(header.gseq, header.flow_gap);
+        let flow = FlowLink::from_wire(gseq, header.flow_gap);
         let copy = self.buffers.copy_of(payload);
         self.reseq.push_marked(
             now,
-            header.gseq,
+            gseq,
             copy,
             gap,
             flow,
@@ -433,7 +434,7 @@ mod tests {
     fn header(gseq: u64, pseq: u32, prev_gap: u16, flow_gap: u16) -> DataHeader {
         DataHeader {
             path: 0,
-            gseq,
+            gseq: gseq as u32,
             pseq,
             send_ts_us: 0,
             prev_gap,
@@ -502,6 +503,36 @@ mod tests {
         }
     }
 
+    /// The wire carries a global number's low 32 bits: past 2^32 the
+    /// receiver widens them to the numbers the sender gave, and a late
+    /// packet from below the epoch boundary is still recognised as late.
+    #[test]
+    fn numbers_past_two_to_the_32_are_widened() {
+        let mut rx = Receiver::new(ReceiverConfig::new(1));
+        let t = Instant::from_nanos(1_000_000);
+        let start = (1u64 << 32) - 3;
+        // The sender skipped everything below `start` (in window-sized
+        // notices, as far as the window lets one reach).
+        let chunk = 1u64 << 20;
+        let mut from = 0;
+        while from < start {
+            let count = (start - from).min(chunk);
+            rx.handle_datagram(t, 0, &skip_notice(from, count as u32))
+                .unwrap();
+            from += count;
+        }
+        assert_eq!(rx.resequencer().next_in_order(), start);
+        // Five numbers across the boundary.
+        for (pseq, gseq) in (start..start + 5).enumerate() {
+            rx.handle_datagram(t, 0, &data(gseq, pseq as u32)).unwrap();
+        }
+        assert_eq!(delivered(&mut rx), (start..start + 5).collect::<Vec<_>>());
+        // A copy of a number already delivered, from before the boundary.
+        rx.handle_datagram(t, 0, &data(start + 1, 5)).unwrap();
+        assert!(delivered(&mut rx).is_empty());
+        assert_eq!(rx.resequencer().counters.out_of_window, 0);
+    }
+
     #[test]
     fn a_flow_gap_lets_a_packet_past_another_flows_hole() {
         let mut rx = Receiver::new(ReceiverConfig::new(1));
@@ -523,8 +554,9 @@ mod tests {
         let mut rx = Receiver::new(ReceiverConfig::new(1));
         let t = Instant::from_nanos(1_000_000);
         rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
-        // A global number 2^40 ahead: the resequencer drops it at once.
-        rx.handle_datagram(t, 0, &data(1 << 40, 1)).unwrap();
+        // A global number 2^30 ahead (as far as 32 bits reach either way):
+        // the resequencer drops it at once.
+        rx.handle_datagram(t, 0, &data(1 << 30, 1)).unwrap();
         assert_eq!(rx.resequencer().counters.out_of_window, 1);
         // A path number 2^31 ahead would have moved the path's sequence.
         rx.handle_datagram(t, 0, &data(2, 1 << 31)).unwrap();

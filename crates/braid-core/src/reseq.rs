@@ -90,7 +90,9 @@ pub struct ReseqConfig {
     /// Most packets held (bounds memory when payloads are tiny).
     pub max_packets: usize,
     /// Numbers at or beyond `window` ahead of the next one to deliver are
-    /// dropped: no honest sender runs that far ahead of the receiver.
+    /// dropped: no honest sender runs that far ahead of the receiver. At
+    /// most [`MAX_WINDOW`] (larger values are taken as it): the wire
+    /// carries numbers as their low 32 bits.
     pub window: u64,
 }
 
@@ -239,6 +241,11 @@ const MAX_AWAITED_RANGES: usize = 1 << 12;
 /// `SKIP_MEMORY`.
 const MAX_EXPRESS_AHEAD: usize = 1024;
 
+/// The widest [`ReseqConfig::window`]: numbers within it of the next one to
+/// deliver, and the late ones the receiver still recognises, stay within
+/// 2^31 of it, so they widen from 32 bits unambiguously.
+pub const MAX_WINDOW: u64 = 1 << 30;
+
 #[derive(Debug)]
 pub struct Resequencer {
     config: ReseqConfig,
@@ -298,7 +305,10 @@ pub struct Resequencer {
 impl Resequencer {
     pub fn new(config: ReseqConfig) -> Resequencer {
         Resequencer {
-            config,
+            config: ReseqConfig {
+                window: config.window.min(MAX_WINDOW),
+                ..config
+            },
             next: 0,
             held: SortedDeque::default(),
             held_bytes: 0,
@@ -322,6 +332,12 @@ impl Resequencer {
             out: VecDeque::new(),
             counters: ReseqCounters::default(),
         }
+    }
+
+    /// The next number to deliver in order: what the wire's 32-bit
+    /// numbers are widened against ([`crate::wire::widen`]).
+    pub fn next_in_order(&self) -> u64 {
+        self.next
     }
 
     /// Sets the hole timeout (the caller derives it from one-way delays).

@@ -1115,7 +1115,8 @@ impl Sender {
         let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
         let header = DataHeader {
             path: path.id,
-            gseq: q.gseq,
+            // The receiver widens it back ([`wire::widen`]).
+            gseq: q.gseq as u32,
             pseq: stamp.pseq,
             send_ts_us: now.wire_micros(),
             prev_gap: stamp.prev_gap,
@@ -1380,7 +1381,7 @@ mod tests {
         while let Some(t) = s.poll_transmit() {
             if let Packet::Data { header, .. } = Packet::parse(&t.data).unwrap() {
                 assert_eq!(header.path, t.path);
-                out.push((t.path, header.gseq));
+                out.push((t.path, u64::from(header.gseq)));
             }
         }
         out
@@ -1742,7 +1743,7 @@ mod tests {
         let mut out = Vec::new();
         while let Some(t) = s.poll_transmit() {
             if let Packet::Data { header, payload } = Packet::parse(&t.data).unwrap() {
-                out.push((header.gseq, header.prev_gap, payload.len()));
+                out.push((u64::from(header.gseq), header.prev_gap, payload.len()));
             }
         }
         out

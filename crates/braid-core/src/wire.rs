@@ -4,7 +4,7 @@
 //! is a [`WireError`], never a panic.
 //!
 //! ```text
-//! Data:      ver|type(1) path(1) gseq(8) pseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
+//! Data:      ver|type(1) path(1) gseq(4) pseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
 //!            (type 1, or 3 for an express datagram: see below; either
 //!            with bit 0x8 set when the sender re-sends lost datagrams,
 //!            and with bit 0x4 when it was sent behind lower numbers)
@@ -14,8 +14,9 @@
 //!   Skip frame:       0x03 from_gseq(8) count(4)
 //! ```
 //!
-//! `gseq` is the global sequence number, `pseq` the per-path one (32 bits,
-//! widened by the receiver). `prev_gap` is `gseq` minus the global sequence
+//! `gseq` is the global sequence number, `pseq` the per-path one; both
+//! travel as their low 32 bits and the receiver widens them ([`widen`])
+//! to the 64-bit value nearest the one it expects. `prev_gap` is `gseq` minus the global sequence
 //! number of the previous packet sent on the same path (0 for none known):
 //! when that previous packet is lost, the resequencer knows exactly which
 //! global number to skip. `flow_gap` is `gseq` minus the global number of
@@ -45,7 +46,7 @@
 //! `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
 //! differences are used.
 
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// A `prev_gap` or `flow_gap` of this value: the previous packet is at
 /// least this many numbers back, or there is none.
@@ -73,7 +74,7 @@ pub fn is_data_first_byte(first: u8) -> bool {
 }
 
 /// Bytes of a data packet's header.
-pub const DATA_HEADER_LEN: usize = 22;
+pub const DATA_HEADER_LEN: usize = 18;
 /// IPv4 + UDP headers around every braid packet on a path.
 pub const IP_UDP_OVERHEAD: usize = 28;
 
@@ -110,7 +111,8 @@ enum PacketType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataHeader {
     pub path: u8,
-    pub gseq: u64,
+    /// The global sequence number's low 32 bits ([`widen`]).
+    pub gseq: u32,
     pub pseq: u32,
     pub send_ts_us: u32,
     pub prev_gap: u16,
@@ -121,6 +123,22 @@ pub struct DataHeader {
     pub resends: bool,
     /// Sent while lower numbers still waited at the sender ([`BEHIND_FLAG`]).
     pub behind: bool,
+}
+
+/// The 64-bit number nearest `expected` whose low 32 bits are `truncated`:
+/// how a receiver recovers a sequence number or counter the wire carries
+/// as 32 bits, as long as it lies within 2^31 of what it expects.
+pub fn widen(truncated: u32, expected: u64) -> u64 {
+    const WIN: u64 = 1 << 32;
+    const HALF: u64 = WIN / 2;
+    let candidate = (expected & !(WIN - 1)) | u64::from(truncated);
+    if candidate.saturating_add(HALF) <= expected && candidate <= u64::MAX - WIN {
+        candidate + WIN
+    } else if candidate > expected.saturating_add(HALF) && candidate >= WIN {
+        candidate - WIN
+    } else {
+        candidate
+    }
 }
 
 /// A gap between two global numbers as the wire carries it: 0 for none,
@@ -314,7 +332,7 @@ impl Packet<'_> {
                 }
                 let header = DataHeader {
                     path: r.u8()?,
-                    gseq: r.u64()?,
+                    gseq: r.u32()?,
                     pseq: r.u32()?,
                     send_ts_us: r.u32()?,
                     prev_gap: r.u16()?,
@@ -480,7 +498,7 @@ mod tests {
     fn sample_header() -> DataHeader {
         DataHeader {
             path: 3,
-            gseq: 0x0102_0304_0506_0708,
+            gseq: 0x0506_0708,
             pseq: 77,
             send_ts_us: 123_456,
             prev_gap: 2,
@@ -511,7 +529,7 @@ mod tests {
         sample_header().append_to(b"", &mut buf);
         assert_eq!(
             buf,
-            [0x21, 3, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 77, 0, 1, 0xe2, 0x40, 0, 2, 1, 2]
+            [0x31, 3, 5, 6, 7, 8, 0, 0, 0, 77, 0, 1, 0xe2, 0x40, 0, 2, 1, 2]
         );
         // An express datagram differs in its type only.
         let express = DataHeader {
@@ -520,15 +538,15 @@ mod tests {
         };
         let mut express_buf = Vec::new();
         express.append_to(b"", &mut express_buf);
-        assert_eq!(express_buf[0], 0x23);
+        assert_eq!(express_buf[0], 0x33);
         assert_eq!(express_buf[1..], buf[1..]);
         // So does one from a sender that re-sends its losses (bit 0x8),
         // and one sent behind lower numbers (bit 0x4), with the others.
         for (express, resends, behind, first) in [
-            (false, true, false, 0x29),
-            (true, true, false, 0x2b),
-            (false, false, true, 0x25),
-            (true, true, true, 0x2f),
+            (false, true, false, 0x39),
+            (true, true, false, 0x3b),
+            (false, false, true, 0x35),
+            (true, true, true, 0x3f),
         ] {
             let flagged = DataHeader {
                 express,
@@ -547,13 +565,40 @@ mod tests {
             ));
         }
         // The flags mean nothing on feedback: rejected, as is an unused type.
-        assert_eq!(Packet::parse(&[0x2a, 0]), Err(WireError::PacketType(0xa)));
-        assert_eq!(Packet::parse(&[0x26, 0]), Err(WireError::PacketType(0x6)));
-        assert_eq!(Packet::parse(&[0x2c, 0]), Err(WireError::PacketType(0xc)));
-        assert_eq!(Packet::parse(&[0x24, 0]), Err(WireError::PacketType(0x4)));
-        for first in [0x22, 0x26, 0x2a, 0x20, 0x24, 0x31, 0x11] {
+        assert_eq!(Packet::parse(&[0x3a, 0]), Err(WireError::PacketType(0xa)));
+        assert_eq!(Packet::parse(&[0x36, 0]), Err(WireError::PacketType(0x6)));
+        assert_eq!(Packet::parse(&[0x3c, 0]), Err(WireError::PacketType(0xc)));
+        assert_eq!(Packet::parse(&[0x34, 0]), Err(WireError::PacketType(0x4)));
+        for first in [0x32, 0x36, 0x3a, 0x30, 0x34, 0x21, 0x41, 0x11] {
             assert!(!is_data_first_byte(first), "{first:#x}");
         }
+    }
+
+    #[test]
+    fn widening_finds_the_nearest_value() {
+        let w = 1u64 << 32;
+        assert_eq!(widen(5, 0), 5);
+        assert_eq!(widen(5, 10), 5);
+        assert_eq!(widen(0x8000_0000, 0), 0x8000_0000);
+        assert_eq!(widen(0x8000_0001, 0), 0x8000_0001);
+        assert_eq!(widen(7, 0x2_0000_0007), 0x2_0000_0007);
+        assert_eq!(widen(2, w + 1), w + 2);
+        // The nearest value with the given low bits, above or below,
+        // across an epoch boundary far from zero.
+        assert_eq!(widen(5, w + w / 2 + 10), 2 * w + 5);
+        assert_eq!(widen(u32::MAX - 1, 2 * w + 3), 2 * w - 2);
+        assert_eq!(widen(u32::MAX, w + 3), u64::from(u32::MAX));
+        assert_eq!(widen(0xffff_fff0, w + 5), 0xffff_fff0);
+        assert_eq!(widen(3, 0xffff_fff0), w + 3);
+        assert_eq!(widen(5, 0x5_ffff_fff0), 0x6_0000_0005);
+        assert_eq!(widen(0xffff_fff0, 0x6_0000_0005), 0x5_ffff_fff0);
+        // Equally far both ways: the larger one.
+        assert_eq!(widen(5, w / 2 + 5), w + 5);
+        assert_eq!(widen(1 << 31, w), w + w / 2);
+        // At the ends of the range: never wraps.
+        assert_eq!(widen(u32::MAX, u64::MAX), u64::MAX);
+        assert_eq!(widen(0, u64::MAX), u64::MAX - u64::from(u32::MAX));
+        assert_eq!(widen(u32::MAX, 0), u64::from(u32::MAX));
     }
 
     #[test]
@@ -613,8 +658,10 @@ mod tests {
         ));
         // Version 1 carried a 32-bit prev_gap and no flow_gap.
         assert_eq!(Packet::parse(&[0x11]), Err(WireError::Version(1)));
-        assert_eq!(Packet::parse(&[0x31]), Err(WireError::Version(3)));
-        assert_eq!(Packet::parse(&[0x2e]), Err(WireError::PacketType(14)));
+        // Version 2 carried a 64-bit gseq.
+        assert_eq!(Packet::parse(&[0x21]), Err(WireError::Version(2)));
+        assert_eq!(Packet::parse(&[0x41]), Err(WireError::Version(4)));
+        assert_eq!(Packet::parse(&[0x3e]), Err(WireError::PacketType(14)));
         let mut buf = Vec::new();
         sample_header().append_to(b"", &mut buf);
         for cut in 0..buf.len() {
@@ -622,10 +669,10 @@ mod tests {
         }
         // A feedback packet with a truncated ack frame and one with an unknown frame.
         assert!(matches!(
-            Packet::parse(&[0x22, 0, 1, 0, 0]),
+            Packet::parse(&[0x32, 0, 1, 0, 0]),
             Err(WireError::Truncated { .. })
         ));
-        assert_eq!(Packet::parse(&[0x22, 0, 9]), Err(WireError::FrameType(9)));
+        assert_eq!(Packet::parse(&[0x32, 0, 9]), Err(WireError::FrameType(9)));
         // A good frame before a bad one does not make the packet good:
         // frames are read only from a packet checked whole.
         let skip = Frame::Skip(SkipFrame { from: 5, count: 1 });
@@ -645,7 +692,7 @@ mod tests {
         assert_eq!(frames.into_iter().collect::<Vec<_>>(), vec![skip]);
         // A loss report claiming more entries than it has.
         assert!(matches!(
-            Packet::parse(&[0x22, 0, 2, 0, 0, 0, 1, 3, 0]),
+            Packet::parse(&[0x32, 0, 2, 0, 0, 0, 1, 3, 0]),
             Err(WireError::Truncated { .. })
         ));
         assert!(matches!(
@@ -667,7 +714,7 @@ mod tests {
         }
 
         #[test]
-        fn data_round_trips(path: u8, gseq: u64, pseq: u32, ts: u32, gap: u16, flow_gap: u16,
+        fn data_round_trips(path: u8, gseq: u32, pseq: u32, ts: u32, gap: u16, flow_gap: u16,
                             express: bool, resends: bool, behind: bool,
                             payload in proptest::collection::vec(any::<u8>(), 0..100)) {
             let h = DataHeader {

@@ -63,7 +63,7 @@ fn clean_paths_carry_traffic_encrypted_without_loss() {
     assert!(r.loss_rate < 0.01, "loss {}", r.loss_rate);
     assert!(r.in_order_goodput_bps >= 0.99 * r.goodput_bps);
     assert!(sess.server_drops.is_empty(), "{:?}", sess.server_drops);
-    assert_eq!(sess.overhead_bytes_per_packet, 75);
+    assert_eq!(sess.overhead_bytes_per_packet, 71);
     // At this load the scheduler leaves path 1 idle client-to-server while
     // the server's loss reports still use it: probes must keep it up on
     // both sides (they once flapped).
@@ -350,7 +350,7 @@ fn one_tcp_flow_uses_both_paths_through_the_session() {
         (["10mbit,5ms", "10mbit,50ms"], 10e6),
     ] {
         let mut s = scenario(&paths, "tcp:cubic", 30, SessionSpec::default());
-        s.payload_bytes = 1405;
+        s.payload_bytes = braid_core::session::tunnel_mtu(1500, true);
         let r = run(&s).unwrap();
         let tcp = r.flows[0]
             .tcp
@@ -383,7 +383,7 @@ fn a_session_that_resends_hides_a_lossy_paths_loss_from_tcp() {
             5,
             SessionSpec::default(),
         );
-        s.payload_bytes = 1405;
+        s.payload_bytes = braid_core::session::tunnel_mtu(1500, true);
         s.resend_losses = resend;
         let r = run(&s).unwrap();
         let tcp = r.flows[0].tcp.clone().expect("a TCP flow");

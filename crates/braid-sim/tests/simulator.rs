@@ -75,7 +75,7 @@ fn bonded_run_is_fast_enough_to_be_useful() {
     s.traffic = TrafficSpec::Cbr { bps: 10e6 };
     let r = run(&s).unwrap();
     assert!((r.capacity_bps - 10e6).abs() < 1.0);
-    let expected_ideal = 10e6 * 1400.0 / 1450.0;
+    let expected_ideal = 10e6 * 1400.0 / 1446.0;
     assert!((r.ideal_goodput_bps - expected_ideal).abs() < 1.0);
     // Offered 10 Mbit/s of IP bytes is 103 % of the ideal goodput: the
     // bonded pair must carry nearly all it can.

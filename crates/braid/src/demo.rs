@@ -37,7 +37,7 @@ pub struct DemoArgs {
 const LEGEND: &str = "\
 Each run offers 10 % more than its lines can carry, so some datagrams must go:
   ideal goodput      what the lines can carry of application data: their
-                     capacity less 50 bytes of IP, UDP and braid headers per
+                     capacity less 46 bytes of IP, UDP and braid headers per
                      1400-byte datagram
   goodput            application data delivered per second; in order: of it,
                      what was delivered in sequence

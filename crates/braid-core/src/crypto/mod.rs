@@ -20,6 +20,6 @@ pub use aead::{DataKey, OpenError, TAG_LEN};
 pub use keys::{KeyError, PresharedKey, PrivateKey, PublicKey, StaticKeypair, KEY_LEN};
 pub use replay::{ReplayError, ReplayWindow, REPLAY_WINDOW};
 pub use transport::{
-    receiver_index, widen_counter, TransportError, TransportKeys, REJECT_AFTER_MESSAGES,
-    TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD, TRANSPORT_TYPE,
+    receiver_index, TransportError, TransportKeys, REJECT_AFTER_MESSAGES, TRANSPORT_HEADER_LEN,
+    TRANSPORT_OVERHEAD, TRANSPORT_TYPE,
 };

@@ -263,19 +263,6 @@ impl PathSender {
         }
     }
 
-    /// Widens a 32-bit per-path sequence number to the value nearest `expected`.
-    pub fn widen_pseq(truncated: u32, expected: u64) -> u64 {
-        let window = 1u64 << 32;
-        let candidate = (expected & !(window - 1)) | u64::from(truncated);
-        if candidate + window / 2 <= expected {
-            candidate + window
-        } else if candidate > expected + window / 2 && candidate >= window {
-            candidate - window
-        } else {
-            candidate
-        }
-    }
-
     /// Processes an acknowledgement for this path. `owd_anchor` is shared
     /// by all paths so their one-way delays compare; the first sample of the
     /// session sets it.
@@ -310,7 +297,7 @@ impl PathSender {
         owd_anchor: &mut Option<u32>,
         mut observe: impl FnMut(u64, bool),
     ) {
-        let largest = Self::widen_pseq(ack.largest_pseq, self.next_pseq);
+        let largest = crate::wire::widen(ack.largest_pseq, self.next_pseq);
         if largest >= self.next_pseq {
             self.counters.rejected_acks += 1;
             return;
@@ -571,23 +558,6 @@ mod tests {
             recv_ts_us: 0,
             bitmap,
         }
-    }
-
-    #[test]
-    fn widen_handles_wrap() {
-        let w = 1u64 << 32;
-        // The nearest value with the given low bits, above or below.
-        assert_eq!(PathSender::widen_pseq(5, w + w / 2 + 10), 2 * w + 5);
-        assert_eq!(PathSender::widen_pseq(u32::MAX - 1, 2 * w + 3), 2 * w - 2);
-        // Equally far both ways: the larger one.
-        assert_eq!(PathSender::widen_pseq(5, w / 2 + 5), w + 5);
-        assert_eq!(PathSender::widen_pseq(1 << 31, w), w + w / 2);
-        assert_eq!(PathSender::widen_pseq(5, 10), 5);
-        assert_eq!(PathSender::widen_pseq(2, (1 << 32) + 1), (1 << 32) + 2);
-        assert_eq!(
-            PathSender::widen_pseq(u32::MAX, (1 << 32) + 3),
-            u64::from(u32::MAX)
-        );
     }
 
     #[test]

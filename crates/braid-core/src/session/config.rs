@@ -13,7 +13,7 @@ use crate::wire::DATA_HEADER_LEN;
 pub const MAX_SESSION_PATHS: usize = 16;
 
 /// Bytes a session adds to each inner packet inside the UDP payload: the
-/// bonding data header (22) and the transport header and tag (9 + 16).
+/// bonding data header (18) and the transport header and tag (9 + 16).
 pub const SESSION_OVERHEAD: usize = DATA_HEADER_LEN + TRANSPORT_OVERHEAD;
 
 /// Smallest and largest tunnel MTU a session takes: IPv4's minimum

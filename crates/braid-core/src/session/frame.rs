@@ -140,7 +140,7 @@ mod tests {
             Ok((1, Inner::ProbeAck(7), None))
         );
         // Data of every kind and flag (express, re-sends, sent behind).
-        for kind in 0x21..=0x2f {
+        for kind in (crate::wire::VERSION << 4) | 1..=(crate::wire::VERSION << 4) | 0xf {
             let data = [kind, 1, 0, 0];
             let parsed = parse(&data);
             if crate::wire::is_data_first_byte(kind) {

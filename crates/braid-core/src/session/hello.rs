@@ -28,7 +28,7 @@ use super::Event;
 /// The version of braid's session protocol: the handshake payloads, the
 /// frames inside transport messages, the bonding data header and the
 /// reliable stream's packets. Raised whenever any of them changes.
-pub const PROTOCOL_VERSION: u8 = 1;
+pub const PROTOCOL_VERSION: u8 = 2;
 
 /// The bits of a session's random instance number the handshake carries.
 pub(crate) const INSTANCE_MASK: u64 = (1 << 56) - 1;

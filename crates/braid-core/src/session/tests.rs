@@ -1286,9 +1286,10 @@ fn client_checks_the_path_and_refuses_to_send_unconnected() {
         1
     );
     pair.run_for(ms(300));
+    let too_large = SessionConfig::default().tunnel_mtu + 1;
     assert_eq!(
-        pair.client.send(pair.now, vec![1; 1406]),
-        Err(SessionSendError::TooLarge(1406))
+        pair.client.send(pair.now, vec![1; too_large]),
+        Err(SessionSendError::TooLarge(too_large))
     );
     // A datagram the server sent on path 0, arriving on path 1's socket.
     pair.server

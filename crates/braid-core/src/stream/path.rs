@@ -175,7 +175,7 @@ impl InboundAcks {
     /// A data packet numbered `pseq` (32 bits, widened here) arrived.
     pub fn on_packet(&mut self, now: Instant, pseq: u32) {
         let expected = self.largest.map_or(0, |l| l + 1);
-        let n = PathSender::widen_pseq(pseq, expected);
+        let n = crate::wire::widen(pseq, expected);
         let out_of_order = match self.largest {
             None => {
                 self.largest = Some(n);

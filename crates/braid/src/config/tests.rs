@@ -283,7 +283,7 @@ fn values_a_daemon_cannot_use_are_refused_with_their_line() {
         (
             "[tunnel]\n",
             "[tunnel]\nmtu = 9000\n",
-            "c.toml:6: field `mtu`: 9000 is above 1450",
+            "c.toml:6: field `mtu`: 9000 is above 1454",
         ),
         (
             "[tunnel]\n",
