@@ -533,6 +533,81 @@ mod tests {
         assert_eq!(rx.resequencer().counters.out_of_window, 0);
     }
 
+    /// Loss reports go out on every path heard from within the last
+    /// second, not on one that has fallen silent.
+    #[test]
+    fn a_path_silent_for_a_second_gets_no_loss_reports() {
+        let mut rx = Receiver::new(ReceiverConfig::new(2));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
+        rx.handle_datagram(t, 1, &data_on(1, 1, 0)).unwrap();
+        run_timeouts(&mut rx, t + ms(60));
+        let report_paths = |fb: Vec<(u8, Frame)>| -> Vec<u8> {
+            fb.into_iter()
+                .filter(|(_, f)| matches!(f, Frame::LossReport(_)))
+                .map(|(path, _)| path)
+                .collect()
+        };
+        assert_eq!(report_paths(feedback(&mut rx)), vec![0, 1]);
+        // Only path 0 speaks again, 1.5 s later.
+        let later = t + ms(1500);
+        run_timeouts(&mut rx, later);
+        feedback(&mut rx);
+        rx.handle_datagram(later, 0, &data(2, 1)).unwrap();
+        run_timeouts(&mut rx, later + ms(60));
+        assert_eq!(report_paths(feedback(&mut rx)), vec![0]);
+    }
+
+    /// A path whose return direction is silent has its acknowledgements
+    /// copied, for the span, onto the other path that delivered data last
+    /// (of three), and no longer once the span is over.
+    #[test]
+    fn a_silent_return_copies_acks_to_the_latest_other_path() {
+        let mut rx = Receiver::new(ReceiverConfig::new(3));
+        let t = Instant::from_nanos(1_000_000);
+        rx.handle_datagram(t, 1, &data_on(1, 0, 0)).unwrap();
+        rx.handle_datagram(t + ms(5), 2, &data_on(2, 1, 0)).unwrap();
+        rx.handle_datagram(t + ms(10), 0, &data(2, 0)).unwrap();
+        run_timeouts(&mut rx, t + ms(10));
+        feedback(&mut rx);
+        let acks_of_path_0 = |fb: Vec<(u8, Frame)>| -> Vec<u8> {
+            fb.into_iter()
+                .filter(|(_, f)| matches!(f, Frame::Ack(a) if a.path == 0))
+                .map(|(path, _)| path)
+                .collect()
+        };
+        let now = t + ms(10);
+        rx.return_silent(now, 0, ms(20));
+        run_timeouts(&mut rx, now);
+        assert_eq!(acks_of_path_0(feedback(&mut rx)), vec![0, 2]);
+        // A gap (number 1 lost) acknowledges at once: at the span's end,
+        // on path 0 alone.
+        let end = now + ms(20);
+        rx.handle_datagram(end, 0, &data(4, 2)).unwrap();
+        assert_eq!(acks_of_path_0(feedback(&mut rx)), vec![0]);
+    }
+
+    /// A delivered payload given back is kept for the next one and
+    /// counted; kept unused past the trim interval, it is freed.
+    #[test]
+    fn recycled_payloads_are_pooled_counted_and_trimmed() {
+        let mut rx = Receiver::new(ReceiverConfig::new(1));
+        let t = Instant::from_nanos(1_000_000);
+        let mut packet = Vec::new();
+        header(0, 0, 0, 0).append_to(&[7; 1200], &mut packet);
+        rx.handle_datagram(t, 0, &packet).unwrap();
+        let payload = rx.poll_deliver().unwrap().payload;
+        let capacity = payload.capacity();
+        assert!(capacity >= 1200);
+        assert_eq!(rx.pooled_bytes(), 0);
+        rx.recycle(payload);
+        assert_eq!(rx.pooled_bytes(), capacity);
+        rx.trim_buffers(t);
+        rx.trim_buffers(t + crate::pool::TRIM_INTERVAL * 3);
+        rx.trim_buffers(t + crate::pool::TRIM_INTERVAL * 6);
+        assert_eq!(rx.pooled_bytes(), 0);
+    }
+
     #[test]
     fn a_flow_gap_lets_a_packet_past_another_flows_hole() {
         let mut rx = Receiver::new(ReceiverConfig::new(1));
