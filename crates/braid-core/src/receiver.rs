@@ -542,20 +542,15 @@ mod tests {
         rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
         rx.handle_datagram(t, 1, &data_on(1, 1, 0)).unwrap();
         run_timeouts(&mut rx, t + ms(60));
-        let report_paths = |fb: Vec<(u8, Frame)>| -> Vec<u8> {
-            fb.into_iter()
-                .filter(|(_, f)| matches!(f, Frame::LossReport(_)))
-                .map(|(path, _)| path)
-                .collect()
-        };
-        assert_eq!(report_paths(feedback(&mut rx)), vec![0, 1]);
+        let is_report = |f: &Frame| matches!(f, Frame::LossReport(_));
+        assert_eq!(paths_carrying(&mut rx, is_report), vec![0, 1]);
         // Only path 0 speaks again, 1.5 s later.
         let later = t + ms(1500);
         run_timeouts(&mut rx, later);
         feedback(&mut rx);
         rx.handle_datagram(later, 0, &data(2, 1)).unwrap();
         run_timeouts(&mut rx, later + ms(60));
-        assert_eq!(report_paths(feedback(&mut rx)), vec![0]);
+        assert_eq!(paths_carrying(&mut rx, is_report), vec![0]);
     }
 
     /// A path whose return direction is silent has its acknowledgements
@@ -570,21 +565,16 @@ mod tests {
         rx.handle_datagram(t + ms(10), 0, &data(2, 0)).unwrap();
         run_timeouts(&mut rx, t + ms(10));
         feedback(&mut rx);
-        let acks_of_path_0 = |fb: Vec<(u8, Frame)>| -> Vec<u8> {
-            fb.into_iter()
-                .filter(|(_, f)| matches!(f, Frame::Ack(a) if a.path == 0))
-                .map(|(path, _)| path)
-                .collect()
-        };
+        let is_ack_of_path_0 = |f: &Frame| matches!(f, Frame::Ack(a) if a.path == 0);
         let now = t + ms(10);
         rx.return_silent(now, 0, ms(20));
         run_timeouts(&mut rx, now);
-        assert_eq!(acks_of_path_0(feedback(&mut rx)), vec![0, 2]);
+        assert_eq!(paths_carrying(&mut rx, is_ack_of_path_0), vec![0, 2]);
         // A gap (number 1 lost) acknowledges at once: at the span's end,
         // on path 0 alone.
         let end = now + ms(20);
         rx.handle_datagram(end, 0, &data(4, 2)).unwrap();
-        assert_eq!(acks_of_path_0(feedback(&mut rx)), vec![0]);
+        assert_eq!(paths_carrying(&mut rx, is_ack_of_path_0), vec![0]);
     }
 
     /// A delivered payload given back is kept for the next one and
@@ -679,6 +669,16 @@ mod tests {
             out.extend(frames.into_iter().map(|f| (path, f)));
         }
         out
+    }
+
+    /// The paths the receiver's pending feedback frames that `is` picks
+    /// go out on, in order.
+    fn paths_carrying(rx: &mut Receiver, is: impl Fn(&Frame) -> bool) -> Vec<u8> {
+        feedback(rx)
+            .into_iter()
+            .filter(|(_, f)| is(f))
+            .map(|(path, _)| path)
+            .collect()
     }
 
     fn acks(rx: &mut Receiver) -> Vec<(u32, u64)> {
