@@ -410,6 +410,12 @@ impl Sender {
         &self.paths[index]
     }
 
+    /// A rate measured for path `path` apart from the traffic; see
+    /// [`PathSender::seed_rate`]. Out-of-range paths are ignored.
+    pub fn seed_path_rate(&mut self, path: usize, bps: f64) -> bool {
+        self.paths.get_mut(path).is_some_and(|p| p.seed_rate(bps))
+    }
+
     /// Payload bytes waiting, in both stages.
     pub fn queued_bytes(&self) -> usize {
         self.queue_bytes + self.flows.bytes()

@@ -416,6 +416,26 @@ impl Controller for Bbr {
     /// in use overflowed its buffer at every outage of the other (most-free-
     /// cwnd over the LTE trace at 110 % load: 89 % -> 75 % of the capacity
     /// without the floor condition).
+    /// Taken only in start-up, before any full-load sample: the model
+    /// starts from the measured rate as from one a start-up found, and
+    /// cruises in ProbeBW (its window grows with acknowledgements up to
+    /// 1.25 times the rate's BDP once the RTT is known). A first run of a
+    /// fresh tunnel otherwise meets its slower paths priced at the trickle
+    /// they carried before the faster ones filled (BENCHMARKS.md, "Packet
+    /// trains"). The windowed maximum lets the seed go after ten rounds of
+    /// samples, so a seed too high lasts a few round trips of load.
+    fn seed_bandwidth(&mut self, bps: f64) -> bool {
+        if self.mode != Mode::Startup || self.full_load_round > 0 || bps.is_nan() || bps <= 0.0 {
+            return false;
+        }
+        self.max_bw.update(self.round, bps);
+        self.full_bw = bps;
+        self.mode = Mode::ProbeBw;
+        self.cycle_index = 2;
+        self.startup_loaded = true;
+        true
+    }
+
     fn on_load_shift(&mut self) {
         let recent = |round: u64| self.round <= round + 3;
         let floor_bps = self.min_rtt.map(|rtt| startup_floor_bps(rtt.as_secs_f64()));
@@ -491,6 +511,47 @@ mod tests {
         // Nor does silence.
         c.on_timeout(now);
         assert_eq!(c.cwnd_bytes(), 31_250 + 3 * MSS);
+    }
+
+    /// A rate measured apart from the traffic starts the model in ProbeBW
+    /// at that rate, cruising; once a start-up has full-load samples, the
+    /// model is its own and a seed is refused.
+    #[test]
+    fn a_seed_is_taken_only_before_the_rate_was_found() {
+        let mut c = Bbr::new();
+        assert!(!c.seed_bandwidth(f64::NAN));
+        assert!(!c.seed_bandwidth(0.0));
+        assert_eq!(c.mode, Mode::Startup);
+        assert!(c.seed_bandwidth(60e6));
+        assert_eq!(c.mode, Mode::ProbeBw);
+        assert_eq!(c.bandwidth_bps(None), Some(60e6));
+        assert_eq!(c.pacing_rate_bps(), Some(60e6));
+        // A full-load sample now does not send it back to start-up.
+        let rtt = Duration::from_millis(20);
+        c.on_ack(
+            Instant::from_nanos(1),
+            &full_ack(Some(50e6), rtt, 0, MSS, 1),
+        );
+        assert_eq!(c.mode, Mode::ProbeBw);
+        assert_eq!(c.bandwidth_bps(None), Some(60e6));
+        // The window grows with acknowledgements up to the seeded rate's:
+        // 1.25 x 60 Mbit/s x 20 ms, and 5 ms at that rate (three packets
+        // at most).
+        assert_eq!(c.cwnd_bytes(), INITIAL_CWND + MSS);
+        for k in 2..100 {
+            let ack = full_ack(Some(50e6), rtt, 0, k * MSS, 1);
+            // One packet's time at 50 Mbit/s apart: no aggregation.
+            c.on_ack(Instant::from_nanos(k * 240_000), &ack);
+        }
+        assert_eq!(c.cwnd_bytes(), 187_500 + 3 * MSS);
+
+        let mut found = Bbr::new();
+        steady(&mut found, (10e6, rtt), (20, 10), 2_000);
+        assert!(!found.seed_bandwidth(60e6));
+        assert_eq!(found.bandwidth_bps(None), Some(10e6));
+        // Nor in a start-up again after one under load.
+        found.restart_startup();
+        assert!(!found.seed_bandwidth(60e6));
     }
 
     /// Startup ends once the measured rate has grown by less than a

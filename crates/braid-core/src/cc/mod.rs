@@ -57,6 +57,14 @@ pub trait Controller: fmt::Debug + Send {
     /// Another path went down or out of use: this one is about to carry
     /// more than it has lately, by an amount no sample has shown yet.
     fn on_load_shift(&mut self) {}
+    /// A measurement of the path's rate made apart from the traffic (a
+    /// packet train, `session::train`), before this controller found the
+    /// rate itself. Returns whether it took it: a controller that has no
+    /// rate model, or that has found the path's rate from full-load
+    /// samples, ignores it.
+    fn seed_bandwidth(&mut self, _bps: f64) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

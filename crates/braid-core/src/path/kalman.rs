@@ -4,6 +4,9 @@
 //! process noise `q`); measurements carry noise `r`. Both are relative to the
 //! squared estimate, so the filter behaves the same at 500 kbit/s and 1 Gbit/s.
 
+/// The relative variance the default filter settles at (gain about 0.1).
+const SETTLED_VARIANCE: f64 = 0.01;
+
 #[derive(Debug, Clone)]
 pub struct KalmanRate {
     estimate_bps: f64,
@@ -48,6 +51,17 @@ impl KalmanRate {
         self.p = (1.0 - gain) * p_pred;
     }
 
+    /// Starts from `bps` with the confidence of a settled estimate (gain
+    /// near 0.1 per sample): a measured seed should not be replaced by
+    /// the first trickle sample, as a first sample is.
+    pub fn seed(&mut self, bps: f64) {
+        if bps.is_finite() && bps > 0.0 {
+            self.estimate_bps = bps;
+            self.p = SETTLED_VARIANCE;
+            self.initialised = true;
+        }
+    }
+
     pub fn estimate_bps(&self) -> Option<f64> {
         self.initialised.then_some(self.estimate_bps)
     }
@@ -72,6 +86,21 @@ mod tests {
         }
         let e = k.estimate_bps().unwrap();
         assert!((e - 5e6).abs() < 0.5e6, "{e}");
+    }
+
+    #[test]
+    fn a_seed_is_held_like_a_settled_estimate() {
+        let mut k = KalmanRate::default();
+        k.seed(f64::INFINITY);
+        k.seed(-1.0);
+        assert_eq!(k.estimate_bps(), None);
+        k.seed(60e6);
+        assert_eq!(k.estimate_bps(), Some(60e6));
+        // One trickle sample moves it about a tenth of the way, where an
+        // unseeded filter's second sample moves it most of the way.
+        k.on_sample(1e6);
+        let e = k.estimate_bps().unwrap();
+        assert!((52e6..56e6).contains(&e), "{e}");
     }
 
     #[test]

@@ -531,6 +531,29 @@ impl PathSender {
         self.counters.probe_packets += 1;
     }
 
+    /// Whether the path's rate is unknown: no full-load sample has fed
+    /// its Kalman filter, and no seed.
+    pub fn rate_unmeasured(&self) -> bool {
+        self.kalman.estimate_bps().is_none()
+    }
+
+    /// A rate measured apart from the traffic (IP bits per second):
+    /// taken by the controller if it has not found the rate itself, and
+    /// by the Kalman filter then or while it has no estimate. Returns
+    /// whether anything took it.
+    pub fn seed_rate(&mut self, bps: f64) -> bool {
+        if !(bps.is_finite() && bps > 0.0) {
+            return false;
+        }
+        let cc = self.cc.seed_bandwidth(bps);
+        let kalman = cc || self.rate_unmeasured();
+        if kalman {
+            let current = self.kalman.estimate_bps().unwrap_or(0.0);
+            self.kalman.seed(bps.max(current));
+        }
+        cc || kalman
+    }
+
     /// Bandwidth estimate for schedulers: the controller's, else the Kalman filter's.
     /// Capped by the rate limit.
     pub fn bandwidth_bps(&self) -> Option<f64> {
@@ -696,6 +719,27 @@ mod tests {
         assert_eq!(s.delivery_rate_bps, Some(0.8e6));
         // Everything resolved is forgotten: memory follows what is in flight.
         assert!(p.in_flight.is_empty());
+    }
+
+    #[test]
+    fn a_seeded_rate_prices_an_unmeasured_path_once() {
+        let mut p = PathSender::new(0, 1.0, crate::cc::CcKind::Bbr.build());
+        assert!(p.rate_unmeasured());
+        assert!(!p.seed_rate(f64::NAN));
+        assert!(p.rate_unmeasured());
+        assert!(p.seed_rate(20e6));
+        assert!(!p.rate_unmeasured());
+        assert_eq!(p.bandwidth_bps(), Some(20e6));
+        assert_eq!(p.kalman.estimate_bps(), Some(20e6));
+        // Measured now: a second seed is refused by both estimates.
+        assert!(!p.seed_rate(40e6));
+        assert_eq!(p.kalman.estimate_bps(), Some(20e6));
+        // A controller without a rate model still lets the Kalman filter
+        // of an unmeasured path take it.
+        let mut c = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        assert!(c.seed_rate(5e6));
+        assert_eq!(c.kalman.estimate_bps(), Some(5e6));
+        assert!(!c.seed_rate(6e6));
     }
 
     #[test]

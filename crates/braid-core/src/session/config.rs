@@ -95,6 +95,12 @@ pub struct SessionConfig {
     pub resend_losses: bool,
     /// Largest inner packet [`super::Session::send`] accepts.
     pub tunnel_mtu: usize,
+    /// Measure each path's rate with a packet train when it comes up with
+    /// no rate known (see `session::train`): 32 full-size packets each
+    /// way, once per path, and not in a session with a stream (whose
+    /// paths measure themselves). Off, a fresh tunnel's slower paths find
+    /// their rates from the traffic, more slowly.
+    pub path_trains: bool,
     /// A client probes a path that has been silent this long (and at most
     /// once per interval). See [`super::PROBE_INTERVAL`] for the choice.
     pub probe_interval: Duration,
@@ -130,6 +136,7 @@ impl Default for SessionConfig {
             max_queue_bytes: 8 << 20,
             resend_losses: false,
             tunnel_mtu: tunnel_mtu(1500, true),
+            path_trains: true,
             probe_interval: super::PROBE_INTERVAL,
             path_down_after: super::PATH_DOWN_AFTER,
             session_dead_after: Duration::from_millis(500),

@@ -21,6 +21,12 @@ pub enum Event {
         path: u8,
         reason: PathDownReason,
     },
+    /// A packet train measured the path's rate in this end's sending
+    /// direction, IP bits per second; the path's estimates start from it.
+    PathMeasured {
+        path: u8,
+        bps: u64,
+    },
     /// The peer speaks another version of braid's protocol than
     /// [`PROTOCOL_VERSION`](super::PROTOCOL_VERSION), so no session can
     /// be made with it. Each end reports a version once until a handshake

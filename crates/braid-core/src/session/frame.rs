@@ -15,12 +15,24 @@
 //! stream           0xC4 path packet  (a reliable-stream packet,
 //!                                     crate::stream::frame, for the session's
 //!                                     stream connection)
+//! train            0xC5 path id(1) index(1) count(1) padding...
+//!                                    (one of `count` packets sent back to
+//!                                     back to measure a path's rate)
+//! train report     0xC6 path id(1) received(1) bytes(4) span_us(4)
+//!                                    (the train's packets after the first
+//!                                     that arrived, their bytes, and the
+//!                                     time from the first arrival to the last)
 //! ```
 
 pub(crate) const PROBE: u8 = 0xC1;
 pub(crate) const PROBE_ACK: u8 = 0xC2;
 pub(crate) const BUNDLE: u8 = 0xC3;
 pub(crate) const STREAM: u8 = 0xC4;
+pub(crate) const TRAIN: u8 = 0xC5;
+pub(crate) const TRAIN_REPORT: u8 = 0xC6;
+/// Bytes of a train packet before its padding.
+pub(crate) const TRAIN_HEADER_LEN: usize = 5;
+pub(crate) const TRAIN_REPORT_LEN: usize = 12;
 /// Bytes before a stream packet: the kind and path bytes.
 pub(crate) const STREAM_HEADER_LEN: usize = 2;
 pub(crate) const PROBE_LEN: usize = 6;
@@ -40,6 +52,28 @@ pub(crate) enum Inner<'a> {
     ProbeAck(u32),
     /// A reliable-stream packet, for the session's stream connection.
     Stream(&'a [u8]),
+    Train(TrainPacket),
+    TrainReport(TrainReport),
+}
+
+/// One packet of a rate-measuring train (`session::train`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TrainPacket {
+    pub id: u8,
+    pub index: u8,
+    pub count: u8,
+}
+
+/// What the receiver of a train saw of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TrainReport {
+    pub id: u8,
+    /// Packets that arrived after the first one that did.
+    pub received: u8,
+    /// Their bytes, as the transport carried them (UDP payload).
+    pub bytes: u32,
+    /// Microseconds from the first arrival to the last.
+    pub span_us: u32,
 }
 
 /// A malformed plaintext (the peer authenticated it, so this is a bug or
@@ -81,6 +115,19 @@ fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
         Some(&STREAM) if msg.len() > STREAM_HEADER_LEN => {
             Ok(Inner::Stream(&msg[STREAM_HEADER_LEN..]))
         }
+        Some(&TRAIN) if msg.len() >= TRAIN_HEADER_LEN => Ok(Inner::Train(TrainPacket {
+            id: msg[2],
+            index: msg[3],
+            count: msg[4],
+        })),
+        Some(&TRAIN_REPORT) if msg.len() == TRAIN_REPORT_LEN => {
+            Ok(Inner::TrainReport(TrainReport {
+                id: msg[2],
+                received: msg[3],
+                bytes: u32::from_be_bytes([msg[4], msg[5], msg[6], msg[7]]),
+                span_us: u32::from_be_bytes([msg[8], msg[9], msg[10], msg[11]]),
+            }))
+        }
         Some(&PROBE) | Some(&PROBE_ACK) if msg.len() == PROBE_LEN => {
             let seq = u32::from_be_bytes([msg[2], msg[3], msg[4], msg[5]]);
             Ok(if msg[0] == PROBE {
@@ -99,6 +146,22 @@ pub(crate) fn emit_probe(kind: u8, path: u8, seq: u32, out: &mut [u8]) -> usize 
     out[1] = path;
     out[2..6].copy_from_slice(&seq.to_be_bytes());
     PROBE_LEN
+}
+
+/// Writes train packet `t` for `path`, padded to `len` bytes (at least
+/// [`TRAIN_HEADER_LEN`]); returns `len`.
+pub(crate) fn emit_train(path: u8, t: TrainPacket, len: usize, out: &mut [u8]) -> usize {
+    out[..TRAIN_HEADER_LEN].copy_from_slice(&[TRAIN, path, t.id, t.index, t.count]);
+    out[TRAIN_HEADER_LEN..len].fill(0);
+    len
+}
+
+/// Writes a train report for `path`; returns its length.
+pub(crate) fn emit_train_report(path: u8, r: TrainReport, out: &mut [u8]) -> usize {
+    out[..4].copy_from_slice(&[TRAIN_REPORT, path, r.id, r.received]);
+    out[4..8].copy_from_slice(&r.bytes.to_be_bytes());
+    out[8..12].copy_from_slice(&r.span_us.to_be_bytes());
+    TRAIN_REPORT_LEN
 }
 
 /// Writes the header of a stream packet for `path`; the packet follows
@@ -181,6 +244,32 @@ mod tests {
         );
         // A header without a packet.
         assert_eq!(parse(&b[..STREAM_HEADER_LEN]), Err(Malformed));
+    }
+
+    #[test]
+    fn trains_and_their_reports_round_trip() {
+        let t = TrainPacket {
+            id: 7,
+            index: 3,
+            count: 32,
+        };
+        let mut b = vec![0xffu8; 64];
+        let n = emit_train(2, t, 40, &mut b);
+        assert_eq!(n, 40);
+        assert!(b[TRAIN_HEADER_LEN..40].iter().all(|&x| x == 0));
+        assert_eq!(parse(&b[..n]), Ok((2, Inner::Train(t), None)));
+        let r = TrainReport {
+            id: 7,
+            received: 31,
+            bytes: 0x0102_0304,
+            span_us: 0x0a0b_0c0d,
+        };
+        let n = emit_train_report(1, r, &mut b);
+        assert_eq!(parse(&b[..n]), Ok((1, Inner::TrainReport(r), None)));
+        // Cut short, or a report with a byte too many.
+        assert_eq!(parse(&b[..n - 1]), Err(Malformed));
+        assert_eq!(parse(&b[..n + 1]), Err(Malformed));
+        assert_eq!(parse(&[TRAIN, 0, 1, 2]), Err(Malformed));
     }
 
     #[test]

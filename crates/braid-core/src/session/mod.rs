@@ -35,6 +35,14 @@
 //! traffic is one probe interval plus one RTT, so paths with an RTT above
 //! about 185 ms should raise `path_down_after`.
 //!
+//! # Packet trains
+//!
+//! A path that comes up with no rate known, while the session carries no
+//! data, is measured once with a train of 32 full-size packets sent back
+//! to back; the peer reports their spacing and the path's estimates start
+//! from the rate it gives (`train.rs`; [`SessionConfig::path_trains`]
+//! switches it off).
+//!
 //! # Buffers
 //!
 //! A caller that offers inner packets with [`Session::send_flow_from`] and
@@ -53,6 +61,7 @@ mod stats;
 mod stream_carrier;
 #[cfg(test)]
 mod tests;
+mod train;
 
 pub use config::{
     tunnel_mtu, ClientConfig, ConfigError, EndpointConfig, PathConfig, PathRole, PeerConfig,
@@ -108,6 +117,9 @@ const PROBE_RETURN_SILENT: u32 = 1 << 31;
 /// largest datagram a session sends.
 pub const MAX_DATAGRAM_LEN: usize =
     sender::MAX_DATAGRAM + crate::wire::DATA_HEADER_LEN + TRANSPORT_OVERHEAD + 64;
+
+/// How long a session must carry no data before it sends packet trains.
+const TRAIN_AFTER_QUIET: Duration = Duration::from_millis(200);
 
 /// A datagram to send: `buf[..len]` of the buffer passed to `poll_transmit`,
 /// on the client's path `path`, to `remote`.
@@ -195,6 +207,7 @@ struct Path {
     /// The owner reported the path's link gone: nothing is sent on it and
     /// nothing heard on it brings it up until the link is back.
     link_lost: bool,
+    trains: train::PathTrains,
 }
 
 impl Path {
@@ -220,6 +233,7 @@ impl Path {
             times_down: 0,
             down_reason: None,
             link_lost: false,
+            trains: train::PathTrains::default(),
         }
     }
 
@@ -237,10 +251,17 @@ impl Path {
 
 /// Session-level messages waiting to be sealed.
 #[derive(Debug, Clone, Copy)]
-struct Control {
-    kind: u8,
-    path: u8,
-    seq: u32,
+enum Control {
+    /// A probe or probe ack (`kind`).
+    Probe { kind: u8, path: u8, seq: u32 },
+    Train {
+        path: u8,
+        packet: frame::TrainPacket,
+    },
+    TrainReport {
+        path: u8,
+        report: frame::TrainReport,
+    },
 }
 
 /// The keys of up to three handshakes.
@@ -279,6 +300,8 @@ pub struct Session {
     reseq_delay_max: Duration,
     reseq_delay_sum: Duration,
     last_now: Instant,
+    /// When data last went out or came in (packet trains wait for quiet).
+    last_data_at: Option<Instant>,
 }
 
 fn build_streams(
@@ -389,6 +412,7 @@ impl Session {
             reseq_delay_max: Duration::ZERO,
             reseq_delay_sum: Duration::ZERO,
             last_now: Instant::ZERO,
+            last_data_at: None,
         };
         s.update_usable(Instant::ZERO);
         s
@@ -747,16 +771,28 @@ impl Session {
             return Err(DropReason::WrongPath);
         }
         self.path_heard(now, path, remote, wire_len);
-        self.handle_inner(now, path, first)?;
+        self.handle_inner(now, path, first, wire_len)?;
         if let Some(second) = second {
-            self.handle_inner(now, path, second)?;
+            self.handle_inner(now, path, second, wire_len)?;
         }
         Ok(())
     }
 
-    fn handle_inner(&mut self, now: Instant, path: u8, inner: Inner<'_>) -> Result<(), DropReason> {
+    fn handle_inner(
+        &mut self,
+        now: Instant,
+        path: u8,
+        inner: Inner<'_>,
+        wire_len: usize,
+    ) -> Result<(), DropReason> {
         match inner {
-            Inner::Data(msg) | Inner::Skips(msg) => self
+            Inner::Data(msg) => {
+                self.last_data_at = Some(now);
+                self.receiver
+                    .handle_datagram(now, path, msg)
+                    .map_err(|_| DropReason::Malformed)
+            }
+            Inner::Skips(msg) => self
                 .receiver
                 .handle_datagram(now, path, msg)
                 .map_err(|_| DropReason::Malformed),
@@ -768,11 +804,34 @@ impl Session {
                 if seq & PROBE_RETURN_SILENT != 0 {
                     self.receiver.return_silent(now, path, RETURN_SILENT_SPAN);
                 }
-                self.control_out.push_back(Control {
+                self.control_out.push_back(Control::Probe {
                     kind: frame::PROBE_ACK,
                     path,
                     seq,
                 });
+                Ok(())
+            }
+            Inner::Train(packet) => {
+                let p = &mut self.paths[usize::from(path)];
+                if let Some(report) = p.trains.on_packet(now, packet, wire_len) {
+                    self.control_out
+                        .push_back(Control::TrainReport { path, report });
+                }
+                Ok(())
+            }
+            Inner::TrainReport(report) => {
+                let p = &mut self.paths[usize::from(path)];
+                let ip_overhead = match p.remote {
+                    Some(SocketAddr::V6(_)) => 48,
+                    _ => crate::wire::IP_UDP_OVERHEAD,
+                };
+                if let Some(bps) = p.trains.on_report(report, ip_overhead) {
+                    self.sender.seed_path_rate(usize::from(path), bps);
+                    self.events.push_back(Event::PathMeasured {
+                        path,
+                        bps: bps as u64,
+                    });
+                }
                 Ok(())
             }
             Inner::Stream(packet) => self.handle_stream_packet(now, path, packet),
@@ -895,9 +954,21 @@ impl Session {
             self.control_out.clear();
             return None;
         }
+        let train_len = self.config.tunnel_mtu + crate::wire::DATA_HEADER_LEN;
         while let Some(c) = self.control_out.pop_front() {
-            let len = frame::emit_probe(c.kind, c.path, c.seq, &mut buf[TRANSPORT_HEADER_LEN..]);
-            if let Some(t) = self.seal(c.path, buf, len) {
+            let body = &mut buf[TRANSPORT_HEADER_LEN..];
+            let (path, len) = match c {
+                Control::Probe { kind, path, seq } => {
+                    (path, frame::emit_probe(kind, path, seq, body))
+                }
+                Control::Train { path, packet } => {
+                    (path, frame::emit_train(path, packet, train_len, body))
+                }
+                Control::TrainReport { path, report } => {
+                    (path, frame::emit_train_report(path, report, body))
+                }
+            };
+            if let Some(t) = self.seal(path, buf, len) {
                 return Some(t);
             }
         }
@@ -909,6 +980,7 @@ impl Session {
         // and leave fragmented.
         let room = self.config.tunnel_mtu + crate::wire::DATA_HEADER_LEN;
         while let Some(t) = self.sender.poll_transmit() {
+            self.last_data_at = Some(now);
             let body = &mut buf[TRANSPORT_HEADER_LEN..];
             let fb = self.feedback_out.iter().position(|f| {
                 f.path == t.path
@@ -1018,6 +1090,8 @@ impl Session {
         for (i, p) in self.paths.iter().enumerate() {
             take(self.down_deadline(i));
             take(self.probe_due(p));
+            take(self.train_due(i));
+            take(p.trains.report_due());
         }
         take(self.handshake_due());
         take(self.stream.as_ref().and_then(|s| s.poll_timeout()));
@@ -1068,6 +1142,32 @@ impl Session {
         let said = p.last_tx.map_or(Instant::ZERO, |t| t + interval);
         let after_probe = p.last_probe.map_or(Instant::ZERO, |t| t + interval);
         Some(heard.min(said).max(after_probe))
+    }
+
+    /// When path `i` next sends a packet train: only while it is up, its
+    /// rate is still unknown (see `train.rs`), and the session has carried
+    /// no data either way for [`TRAIN_AFTER_QUIET`] since its keys were
+    /// made. A train overfills a short link queue for a moment: data that
+    /// met it there was lost (one TCP flow starting with the session lost
+    /// its first packets and waited a retransmission timeout, simulated).
+    fn train_due(&self, i: usize) -> Option<Instant> {
+        let p = &self.paths[i];
+        let s = self.sender.path(i);
+        let keys = self.keys.current.as_ref()?;
+        let ready = self.config.path_trains
+            && p.state == PathState::Up
+            && !p.link_lost
+            && self.stream.is_none()
+            && s.rate_unmeasured()
+            && s.bytes_in_flight() == 0
+            && self.sender.queued_bytes() == 0;
+        let quiet = self
+            .last_data_at
+            .map_or(keys.created, |t| t.max(keys.created));
+        ready
+            .then(|| p.trains.due())
+            .flatten()
+            .map(|t| t.max(quiet + TRAIN_AFTER_QUIET))
     }
 
     /// When a client next starts a handshake.
@@ -1138,11 +1238,26 @@ impl Session {
                 let seq = p.probe_seq | flag;
                 p.probe_sent = Some((seq, now));
                 p.probes_sent += 1;
-                self.control_out.push_back(Control {
+                self.control_out.push_back(Control::Probe {
                     kind: frame::PROBE,
                     path: i as u8,
                     seq,
                 });
+            }
+            if let Some(report) = self.paths[i].trains.on_quiet(now) {
+                self.control_out.push_back(Control::TrainReport {
+                    path: i as u8,
+                    report,
+                });
+            }
+            if self.train_due(i).is_some_and(|t| t <= now) {
+                let head = self.paths[i].trains.start(now);
+                let path = i as u8;
+                self.control_out
+                    .extend((0..head.count).map(|index| Control::Train {
+                        path,
+                        packet: frame::TrainPacket { index, ..head },
+                    }));
             }
         }
         if self
@@ -1230,6 +1345,7 @@ impl Session {
                     cwnd_bytes: s.cc().cwnd_bytes(),
                     in_flight_bytes: s.bytes_in_flight(),
                     send_rate_bps: s.bandwidth_bps(),
+                    train_rate_bps: p.trains.measured_bps(),
                     tx_bytes: p.tx_bytes,
                     rx_bytes: p.rx_bytes,
                     tx_packets: p.tx_packets,

@@ -176,6 +176,9 @@ pub struct PathStats {
     pub in_flight_bytes: u64,
     /// Congestion controller's rate estimate.
     pub send_rate_bps: Option<f64>,
+    /// The rate a packet train measured when the path came up (this
+    /// end's sending direction), IP bits per second.
+    pub train_rate_bps: Option<f64>,
     /// UDP payload bytes and datagrams, everything the session sent or
     /// accepted (authenticated) on the path.
     pub tx_bytes: u64,

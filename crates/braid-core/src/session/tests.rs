@@ -32,6 +32,11 @@ struct Link {
     back_up: bool,
     /// The client's address as the server sees it on this path.
     client_addr: SocketAddr,
+    /// A bottleneck of this rate each way (IPv4 packets: 28 bytes more
+    /// than the datagram), with a queue that never drops; none if `None`.
+    rate_bps: Option<f64>,
+    /// When the bottleneck is next free, towards the server and back.
+    free_at: [Instant; 2],
 }
 
 /// A datagram in flight.
@@ -120,6 +125,8 @@ impl Pair {
                     up: true,
                     back_up: true,
                     client_addr: addr(&format!("198.51.100.{}:4000", i + 1)),
+                    rate_bps: None,
+                    free_at: [Instant::ZERO; 2],
                 })
                 .collect(),
             flights: Vec::new(),
@@ -169,10 +176,18 @@ impl Pair {
         if to_server {
             self.longest_to_server = self.longest_to_server.max(bytes.len());
         }
-        let link = &self.links[path];
+        let now = self.now;
+        let link = &mut self.links[path];
         if link.up && (to_server || link.back_up) {
+            let mut leaves = now;
+            if let Some(rate) = link.rate_bps {
+                let free = &mut link.free_at[usize::from(!to_server)];
+                let ip_bytes = bytes.len() + crate::wire::IP_UDP_OVERHEAD;
+                *free = now.max(*free) + Duration::from_secs_f64(ip_bytes as f64 * 8.0 / rate);
+                leaves = *free;
+            }
             self.flights.push(Flight {
-                at: self.now + link.delay,
+                at: leaves + link.delay,
                 path,
                 to_server,
                 bytes,
@@ -1952,4 +1967,128 @@ fn a_path_whose_return_direction_fails_stays_up_while_its_data_is_acknowledged_e
     let dead = pair.now;
     bulk(&mut pair, ms(600));
     assert!(down_1_since(&pair, dead));
+}
+
+/// Paths of 8 and 2 Mbit/s each way, idle after the handshake.
+fn idle_on_rated_paths() -> Pair {
+    let mut pair = Pair::new(&[10, 40]);
+    pair.links[0].rate_bps = Some(8e6);
+    pair.links[1].rate_bps = Some(2e6);
+    pair.run_for(ms(1500));
+    assert!(pair.client.is_connected());
+    pair
+}
+
+#[test]
+fn packet_trains_measure_each_paths_rate_both_ways_when_idle() {
+    let pair = idle_on_rated_paths();
+    let rates = [8e6, 2e6];
+    let measured = |events: &[(Instant, Event)]| -> Vec<(u8, u64)> {
+        events
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::PathMeasured { path, bps } => Some((*path, *bps)),
+                _ => None,
+            })
+            .collect()
+    };
+    let server = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+    let client = pair.client.stats(pair.now);
+    for (side, events, stats) in [
+        ("client", measured(&pair.client_events), &client),
+        ("server", measured(&pair.server_events), &server),
+    ] {
+        // One measurement per path, of the bottleneck's rate (the
+        // harness spaces packets exactly; the session adds back the IP
+        // bytes the datagrams do not show).
+        let mut paths: Vec<u8> = events.iter().map(|(p, _)| *p).collect();
+        paths.sort_unstable();
+        assert_eq!(paths, vec![0, 1], "{side}: {events:?}");
+        for (path, bps) in events {
+            let rate = rates[usize::from(path)];
+            assert!(
+                (bps as f64 - rate).abs() < rate * 0.001,
+                "{side} path {path}: {bps}"
+            );
+            let p = &stats.paths[usize::from(path)];
+            assert_eq!(p.train_rate_bps.map(|r| r as u64), Some(bps), "{side}");
+            // The path's estimate starts from it.
+            let estimate = p.send_rate_bps.unwrap();
+            assert!(
+                (estimate - rate).abs() < rate * 0.001,
+                "{side} path {path}: {estimate}"
+            );
+        }
+    }
+    // 32 packets of a full data packet's size each way and path, and the
+    // reports: no more (a measured path is not measured again).
+    let mtu_packets = |s: &SessionStats| s.paths.iter().map(|p| p.tx_bytes).sum::<u64>();
+    let train_bytes = 2 * u64::from(train::TRAIN_PACKETS) * 1450;
+    assert!(
+        mtu_packets(&client) > train_bytes,
+        "{}",
+        mtu_packets(&client)
+    );
+    let before = mtu_packets(&client);
+    let mut pair = pair;
+    pair.run_for(ms(5000));
+    let after = mtu_packets(&pair.client.stats(pair.now));
+    assert!(
+        after - before < 10_000,
+        "{} bytes more while idle",
+        after - before
+    );
+}
+
+#[test]
+fn trains_wait_for_quiet_and_can_be_switched_off() {
+    // Light data from the moment the session is up (too light to measure
+    // the paths' rates): no train goes under it, where it would overfill
+    // the paths' queues; they go once the session is quiet.
+    let mut pair = Pair::new(&[10, 40]);
+    pair.links[0].rate_bps = Some(8e6);
+    pair.links[1].rate_bps = Some(2e6);
+    while !pair.client.is_connected() {
+        pair.run_for(ms(1));
+    }
+    // One packet each way per 50 ms for a second: each leaves alone, so
+    // its rate sample is app-limited and measures nothing.
+    pair.exchange(20, ms(50));
+    let quiet_from = pair.now;
+    pair.run_for(ms(2000));
+    assert_eq!(pair.server_got.len(), 20);
+    let measured: Vec<Instant> = pair
+        .client_events
+        .iter()
+        .chain(&pair.server_events)
+        .filter(|(_, e)| matches!(e, Event::PathMeasured { .. }))
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(measured.len(), 4, "two paths, both ways");
+    assert!(
+        measured
+            .iter()
+            .all(|&t| t >= quiet_from + TRAIN_AFTER_QUIET),
+        "{measured:?} before {:?}",
+        quiet_from + TRAIN_AFTER_QUIET
+    );
+
+    let (ck, sk) = (keypair(1), keypair(2));
+    let mut config = client_config(&ck, &sk.public, &[10, 40]);
+    config.session.path_trains = false;
+    let client = Session::client(config, [7; 32]).unwrap();
+    let mut pair = Pair::with(client, ck, sk, &[10, 40]);
+    pair.links[0].rate_bps = Some(8e6);
+    pair.run_for(ms(1500));
+    assert!(pair.client.is_connected());
+    // The server still measures its direction; the client does not.
+    assert!(!pair
+        .client_events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::PathMeasured { .. })));
+    assert_eq!(pair.client.stats(pair.now).paths[0].train_rate_bps, None);
+    assert!(pair
+        .server_events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::PathMeasured { path: 0, .. })));
 }

@@ -102,9 +102,10 @@ fn routing_rate_limits_caps_and_nat_are_read() {
 #[test]
 fn tunnel_switches_can_be_turned_off_and_a_bad_value_is_named() {
     type Switch = fn(&tunnel::TunnelConfig) -> bool;
-    let switches: [(&str, &str, Switch); 2] = [
+    let switches: [(&str, &str, Switch); 3] = [
         ("resend_losses", "\"no\"", |t| t.resend_losses),
         ("offload", "1", |t| t.offload),
+        ("path_trains", "\"off\"", |t| t.path_trains),
     ];
     for (key, bad, value) in switches {
         let off = format!("[tunnel]\n{key} = false\n");

@@ -39,6 +39,13 @@ pub struct TunnelConfig {
     /// a kernel or a setup that misbehaves with it.
     #[serde(default = "default_true")]
     pub offload: bool,
+    /// Whether this end measures each path's rate in its sending
+    /// direction with a packet train (32 full-size packets, once per path,
+    /// while the tunnel is idle) when the path comes up with no rate
+    /// known. On by default: a fresh tunnel's first transfer otherwise
+    /// finds its slower paths' rates from the traffic, more slowly.
+    #[serde(default = "default_true")]
+    pub path_trains: bool,
 }
 
 fn default_true() -> bool {

@@ -187,7 +187,11 @@ async fn serve(
             server: config.server.public_key.get_ref().0,
             psk: config.server.preshared_key.as_ref().map(|k| k.0.clone()),
             paths,
-            session: session_config(mtu, config.tunnel.get_ref().resend_losses),
+            session: session_config(
+                mtu,
+                config.tunnel.get_ref().resend_losses,
+                config.tunnel.get_ref().path_trains,
+            ),
         },
         os_seed(),
     )
@@ -398,6 +402,11 @@ impl Client {
             Event::PathRebound { path, from, to } => {
                 info!(path = self.name(path), %from, %to, "path rebound: the server's address changed")
             }
+            Event::PathMeasured { path, bps } => info!(
+                path = self.name(path),
+                "path measured by a packet train: {:.2} Mbit/s upstream",
+                bps as f64 / 1e6
+            ),
             Event::ProtocolMismatch { peer_version } => warn!(
                 "{}; still trying every second",
                 crate::daemon::protocol_mismatch("the server", peer_version)

@@ -41,12 +41,14 @@ pub fn default_tunnel_mtu() -> u16 {
 }
 
 /// Session settings both daemons share: the tunnel MTU, whether this end
-/// re-sends what its paths lose, and the wall clock at the core's time zero
-/// (handshake timestamps must grow across restarts).
-pub(crate) fn session_config(mtu: u16, resend_losses: bool) -> SessionConfig {
+/// re-sends what its paths lose and measures them with packet trains, and
+/// the wall clock at the core's time zero (handshake timestamps must grow
+/// across restarts).
+pub(crate) fn session_config(mtu: u16, resend_losses: bool, path_trains: bool) -> SessionConfig {
     SessionConfig {
         tunnel_mtu: usize::from(mtu),
         resend_losses,
+        path_trains,
         wall_clock_at_epoch: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO),

@@ -99,7 +99,11 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
                     psk: p.get_ref().preshared_key.as_ref().map(|k| k.0.clone()),
                 })
                 .collect(),
-            session: session_config(mtu, config.tunnel.get_ref().resend_losses),
+            session: session_config(
+                mtu,
+                config.tunnel.get_ref().resend_losses,
+                config.tunnel.get_ref().path_trains,
+            ),
             handshakes_per_second: HANDSHAKES_PER_SECOND,
         },
         os_seed(),
@@ -161,6 +165,12 @@ impl Server {
             Event::PathRebound { path, from, to } => {
                 info!(peer = name, path, %from, %to, "path rebound (NAT)")
             }
+            Event::PathMeasured { path, bps } => info!(
+                peer = name,
+                path,
+                "path measured by a packet train: {:.2} Mbit/s downstream",
+                bps as f64 / 1e6
+            ),
             Event::ProtocolMismatch { peer_version } => warn!(
                 peer = name,
                 "client refused: {}",

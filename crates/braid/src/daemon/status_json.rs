@@ -33,6 +33,7 @@ fn path(p: &PathStats) -> Value {
         "cwnd_bytes": p.cwnd_bytes,
         "in_flight_bytes": p.in_flight_bytes,
         "send_rate_bps": p.send_rate_bps,
+        "train_rate_bps": p.train_rate_bps,
         "tx_bytes": p.tx_bytes,
         "rx_bytes": p.rx_bytes,
         "bytes_used": p.tx_bytes.saturating_add(p.rx_bytes),

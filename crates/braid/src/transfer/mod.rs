@@ -113,9 +113,11 @@ fn parse_public_key(
 const MAX_STREAM_DATAGRAM: usize = 1500 - braid_core::wire::IP_UDP_OVERHEAD;
 
 /// The session both ends use: the daemons' settings plus the stream. The
-/// stream re-sends what is lost itself, so datagrams are not re-sent below it.
+/// stream re-sends what is lost itself, so datagrams are not re-sent below
+/// it, and its paths measure their rates themselves (packet trains seed
+/// only the datagram paths').
 fn session_config(timeout: Duration) -> SessionConfig {
-    let mut config = daemon::session_config(daemon::default_tunnel_mtu(), false);
+    let mut config = daemon::session_config(daemon::default_tunnel_mtu(), false, false);
     config.stream = Some(stream::Config {
         // One stream per file from the sender, one reply stream back.
         max_streams: header::MAX_FILES,

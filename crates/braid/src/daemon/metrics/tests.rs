@@ -23,6 +23,7 @@ fn path(name: &str, state: PathState, role: PathRole, tx: u64, rx: u64) -> PathS
         cwnd_bytes: 64_000,
         in_flight_bytes: 1200,
         send_rate_bps: Some(8e6),
+        train_rate_bps: None,
         tx_bytes: tx,
         rx_bytes: rx,
         tx_packets: 10,
