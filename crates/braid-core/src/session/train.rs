@@ -282,7 +282,10 @@ mod tests {
         );
         let third = s.start(at_us(2_000_000));
         assert_eq!(s.on_report(report(first.id, 31, 40_000), 28), None, "stale");
-        assert!(s.on_report(report(third.id, 31, 40_000), 28).is_some());
+        // The least a report may say: the fewest packets, the shortest span.
+        let least = report(third.id, MIN_RECEIVED, MIN_SPAN.as_micros() as u32);
+        let bps = s.on_report(least, 28).unwrap();
+        assert_eq!(bps, f64::from(MIN_RECEIVED) * 1480.0 * 8.0 / 200e-6);
         assert_eq!(s.due(), None);
     }
 
