@@ -93,6 +93,7 @@ mod tests {
         let mut k = KalmanRate::default();
         k.seed(f64::INFINITY);
         k.seed(-1.0);
+        k.seed(0.0);
         assert_eq!(k.estimate_bps(), None);
         k.seed(60e6);
         assert_eq!(k.estimate_bps(), Some(60e6));

@@ -725,7 +725,9 @@ mod tests {
     fn a_seeded_rate_prices_an_unmeasured_path_once() {
         let mut p = PathSender::new(0, 1.0, crate::cc::CcKind::Bbr.build());
         assert!(p.rate_unmeasured());
-        assert!(!p.seed_rate(f64::NAN));
+        for nonsense in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
+            assert!(!p.seed_rate(nonsense), "{nonsense}");
+        }
         assert!(p.rate_unmeasured());
         assert!(p.seed_rate(20e6));
         assert!(!p.rate_unmeasured());
