@@ -119,6 +119,9 @@ pub struct Bbr {
     /// The last startup ended with a full-load sample in its last rounds:
     /// it found the path's rate, not some light traffic's.
     startup_loaded: bool,
+    /// A rate measured apart from the traffic ([`Controller::seed_bandwidth`]),
+    /// until a full-load sample.
+    seed_bps: Option<f64>,
     /// Room in ProbeBW's window for acknowledgements that come in bursts.
     ack_aggregation: AckAggregation,
     cwnd: u64,
@@ -148,6 +151,7 @@ impl Bbr {
             probe_start_bw: 0.0,
             full_load_round: 0,
             startup_loaded: false,
+            seed_bps: None,
             ack_aggregation: AckAggregation::new(),
             cwnd: INITIAL_CWND,
         }
@@ -272,6 +276,7 @@ impl Bbr {
             self.restart_startup();
         }
         self.full_load_round = self.round;
+        self.seed_bps = None;
     }
 
     /// Start-up again, looking for the path's rate from the current estimate.
@@ -315,10 +320,19 @@ impl Controller for Bbr {
             if !ack.app_limited && !ack.underused {
                 self.on_full_load();
             }
-            // App-limited samples understate the path: use them only to raise.
-            if !ack.app_limited || self.max_bw.get().is_none_or(|m| rate > m) {
+            // App-limited samples understate the path: use them only to
+            // raise. Nor do they, or a path's underused ones, let a seed
+            // expire: until the path carries load, the seed is all that is
+            // known of its rate. Expired by ten rounds of them, a 20-Mbit/s
+            // path's seed gave way to the first 100 ms of an inner TCP's
+            // slow start, whose trickle then priced the path (80 kbit/s, a
+            // 4-packet window, each packet sent with nothing in flight, so
+            // never a full-load sample) and left it nearly unused for the
+            // transfer (the lab's data-cap test, one run in four).
+            let light = ack.app_limited || (self.seed_bps.is_some() && ack.underused);
+            if !light || self.max_bw.get().is_none_or(|m| rate > m) {
                 self.max_bw.update(self.round, rate);
-            } else {
+            } else if self.seed_bps.is_none() {
                 self.max_bw.expire(self.round);
             }
         }
@@ -416,23 +430,30 @@ impl Controller for Bbr {
     /// in use overflowed its buffer at every outage of the other (most-free-
     /// cwnd over the LTE trace at 110 % load: 89 % -> 75 % of the capacity
     /// without the floor condition).
-    /// Taken only in start-up, before any full-load sample: the model
-    /// starts from the measured rate as from one a start-up found, and
-    /// cruises in ProbeBW (its window grows with acknowledgements up to
-    /// 1.25 times the rate's BDP once the RTT is known). A first run of a
-    /// fresh tunnel otherwise meets its slower paths priced at the trickle
-    /// they carried before the faster ones filled (BENCHMARKS.md, "Packet
-    /// trains"). The windowed maximum lets the seed go after ten rounds of
-    /// samples, so a seed too high lasts a few round trips of load.
+    /// Taken only before any full-load sample (in start-up, or after one
+    /// that light traffic ended): the model starts from the measured rate
+    /// as from one a start-up found, and cruises in ProbeBW (its window
+    /// grows with acknowledgements up to 1.25 times the rate's BDP once
+    /// the RTT is known). A first run of a fresh tunnel otherwise meets its
+    /// slower paths priced at the trickle they carried before the faster
+    /// ones filled (BENCHMARKS.md, "Packet trains"). Refused after a few
+    /// pings had ended start-up, the seed reached only the Kalman filter,
+    /// which then kept the scheduler from trying the path at once while
+    /// BBR priced it at the pings' rate: a transfer after them left a
+    /// 20-Mbit/s path unused (the lab's data-cap test, one run in five).
     fn seed_bandwidth(&mut self, bps: f64) -> bool {
-        if self.mode != Mode::Startup || self.full_load_round > 0 || bps.is_nan() || bps <= 0.0 {
+        if self.full_load_round > 0 || self.seed_bps.is_some() || bps.is_nan() || bps <= 0.0 {
             return false;
         }
         self.max_bw.update(self.round, bps);
         self.full_bw = bps;
         self.mode = Mode::ProbeBw;
         self.cycle_index = 2;
-        self.startup_loaded = true;
+        // Not final: the first full-load sample starts up from the seed
+        // (see `on_full_load`), so that a seed too low, or one a trickle
+        // sample ends, is not where the model stays.
+        self.startup_loaded = false;
+        self.seed_bps = Some(bps);
         true
     }
 
@@ -514,36 +535,54 @@ mod tests {
     }
 
     /// A rate measured apart from the traffic starts the model in ProbeBW
-    /// at that rate, cruising; once a start-up has full-load samples, the
-    /// model is its own and a seed is refused.
+    /// at that rate, cruising, while light traffic comes; load starts up
+    /// from it. Once a start-up has full-load samples, the model is its
+    /// own and a seed is refused.
     #[test]
     fn a_seed_is_taken_only_before_the_rate_was_found() {
+        let rtt = Duration::from_millis(20);
         let mut c = Bbr::new();
         assert!(!c.seed_bandwidth(f64::NAN));
         assert!(!c.seed_bandwidth(0.0));
         assert_eq!(c.mode, Mode::Startup);
         assert!(c.seed_bandwidth(60e6));
+        assert!(!c.seed_bandwidth(50e6), "one seed");
         assert_eq!(c.mode, Mode::ProbeBw);
         assert_eq!(c.bandwidth_bps(None), Some(60e6));
         assert_eq!(c.pacing_rate_bps(), Some(60e6));
-        // A full-load sample now does not send it back to start-up.
-        let rtt = Duration::from_millis(20);
-        c.on_ack(
-            Instant::from_nanos(1),
-            &full_ack(Some(50e6), rtt, 0, MSS, 1),
-        );
-        assert_eq!(c.mode, Mode::ProbeBw);
-        assert_eq!(c.bandwidth_bps(None), Some(60e6));
         // The window grows with acknowledgements up to the seeded rate's:
         // 1.25 x 60 Mbit/s x 20 ms, and 5 ms at that rate (three packets
-        // at most).
-        assert_eq!(c.cwnd_bytes(), INITIAL_CWND + MSS);
-        for k in 2..100 {
-            let ack = full_ack(Some(50e6), rtt, 0, k * MSS, 1);
+        // at most). Light traffic, app-limited or underused, for longer
+        // than the window (ten rounds) keeps the seed.
+        for k in 1..100u64 {
+            let mut ack = full_ack(Some(80e3), rtt, (k - 1) * MSS, k * MSS, 1);
+            ack.app_limited = k % 2 == 0;
+            ack.underused = k % 2 == 1;
             // One packet's time at 50 Mbit/s apart: no aggregation.
             c.on_ack(Instant::from_nanos(k * 240_000), &ack);
         }
+        assert_eq!(c.mode, Mode::ProbeBw);
+        assert_eq!(c.bandwidth_bps(None), Some(60e6));
         assert_eq!(c.cwnd_bytes(), 187_500 + 3 * MSS);
+        // The first full-load sample starts up again; the window expires
+        // the seed like any sample (here at once: it is 99 rounds old).
+        c.on_ack(
+            Instant::from_nanos(100 * 240_000),
+            &full_ack(Some(15e6), rtt, 99 * MSS, 100 * MSS, 1),
+        );
+        assert_eq!(c.mode, Mode::Startup);
+        assert_eq!(c.bandwidth_bps(None), Some(15e6));
+        assert_eq!(c.pacing_rate_bps(), Some(STARTUP_GAIN * 15e6));
+
+        // A start-up that light traffic ended has no full-load sample: it
+        // takes a seed.
+        let (mut now, mut delivered) = (Instant::from_nanos(0), 0);
+        let mut light = Bbr::new();
+        light_rounds(&mut light, &mut now, &mut delivered, (80e3, 30), false);
+        assert_ne!(light.mode, Mode::Startup);
+        assert!(light.seed_bandwidth(20e6));
+        assert_eq!(light.mode, Mode::ProbeBw);
+        assert_eq!(light.bandwidth_bps(None), Some(20e6));
 
         let mut found = Bbr::new();
         steady(&mut found, (10e6, rtt), (20, 10), 2_000);

@@ -733,9 +733,18 @@ mod tests {
         assert!(!p.rate_unmeasured());
         assert_eq!(p.bandwidth_bps(), Some(20e6));
         assert_eq!(p.kalman.estimate_bps(), Some(20e6));
-        // Measured now: a second seed is refused by both estimates.
+        // Seeded: a second seed is refused by both estimates.
         assert!(!p.seed_rate(40e6));
         assert_eq!(p.kalman.estimate_bps(), Some(20e6));
+        // Light traffic, one packet per 10-ms round trip, for longer than
+        // BBR's window: the seed still prices the path.
+        let mut now = Instant::ZERO;
+        for k in 0..30 {
+            p.on_sent(now, k, 200, true);
+            now += Duration::from_millis(10);
+            p.on_ack(now, &ack(k as u32, 1), &mut None);
+        }
+        assert_eq!(p.bandwidth_bps(), Some(20e6));
         // A controller without a rate model still lets the Kalman filter
         // of an unmeasured path take it.
         let mut c = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
