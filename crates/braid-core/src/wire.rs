@@ -78,6 +78,16 @@ pub const DATA_HEADER_LEN: usize = 18;
 /// IPv4 + UDP headers around every braid packet on a path.
 pub const IP_UDP_OVERHEAD: usize = 28;
 
+/// IP + UDP headers around every braid packet on an IPv6 path (40 + 8) or
+/// an IPv4 one ([`IP_UDP_OVERHEAD`]).
+pub const fn ip_udp_overhead(ipv6: bool) -> usize {
+    if ipv6 {
+        48
+    } else {
+        IP_UDP_OVERHEAD
+    }
+}
+
 /// Bytes a datagram of `payload` bytes occupies on a path as an IP packet
 /// (a path's rate counts IP bytes).
 pub const fn ip_packet_len(payload: usize) -> usize {

@@ -417,19 +417,6 @@ impl Controller for Bbr {
         self.max_bw.get()
     }
 
-    /// A path that has carried only light traffic lately (no full-load
-    /// sample in its last rounds, an estimate below start-up's floor of ten
-    /// packets per round trip) knows only that traffic's rate: it starts
-    /// up again, so that what it inherits from a dead path is sent
-    /// at start-up's pace, not at a quarter more per probe cycle. In the
-    /// lab the tunnel's reverse direction, carrying the acknowledgements of
-    /// a 112-Mbit/s TCP flow on two paths, paced them on the survivor at
-    /// its share's old rate for about a second after a cut, dropped the
-    /// ones that went stale, and the flow ran at 41-48 Mbit/s of 54.
-    /// Any other path keeps its model: start-up's pace on a path already
-    /// in use overflowed its buffer at every outage of the other (most-free-
-    /// cwnd over the LTE trace at 110 % load: 89 % -> 75 % of the capacity
-    /// without the floor condition).
     /// Taken only before any full-load sample (in start-up, or after one
     /// that light traffic ended): the model starts from the measured rate
     /// as from one a start-up found, and cruises in ProbeBW (its window
@@ -457,6 +444,19 @@ impl Controller for Bbr {
         true
     }
 
+    /// A path that has carried only light traffic lately (no full-load
+    /// sample in its last rounds, an estimate below start-up's floor of ten
+    /// packets per round trip) knows only that traffic's rate: it starts
+    /// up again, so that what it inherits from a dead path is sent
+    /// at start-up's pace, not at a quarter more per probe cycle. In the
+    /// lab the tunnel's reverse direction, carrying the acknowledgements of
+    /// a 112-Mbit/s TCP flow on two paths, paced them on the survivor at
+    /// its share's old rate for about a second after a cut, dropped the
+    /// ones that went stale, and the flow ran at 41-48 Mbit/s of 54.
+    /// Any other path keeps its model: start-up's pace on a path already
+    /// in use overflowed its buffer at every outage of the other (most-free-
+    /// cwnd over the LTE trace at 110 % load: 89 % -> 75 % of the capacity
+    /// without the floor condition).
     fn on_load_shift(&mut self) {
         let recent = |round: u64| self.round <= round + 3;
         let floor_bps = self.min_rtt.map(|rtt| startup_floor_bps(rtt.as_secs_f64()));

@@ -24,7 +24,7 @@ pub const MAX_TUNNEL_MTU: usize = crate::sender::MAX_DATAGRAM;
 /// Largest inner packet that fits a path MTU of `path_mtu` bytes, with the
 /// outer IPv4 (20) or IPv6 (40) and UDP (8) headers.
 pub const fn tunnel_mtu(path_mtu: usize, ipv6_paths: bool) -> usize {
-    let ip_udp = if ipv6_paths { 48 } else { 28 };
+    let ip_udp = crate::wire::ip_udp_overhead(ipv6_paths);
     path_mtu.saturating_sub(ip_udp + SESSION_OVERHEAD)
 }
 

@@ -785,14 +785,11 @@ impl Session {
         inner: Inner<'_>,
         wire_len: usize,
     ) -> Result<(), DropReason> {
+        if matches!(inner, Inner::Data(_)) {
+            self.last_data_at = Some(now);
+        }
         match inner {
-            Inner::Data(msg) => {
-                self.last_data_at = Some(now);
-                self.receiver
-                    .handle_datagram(now, path, msg)
-                    .map_err(|_| DropReason::Malformed)
-            }
-            Inner::Skips(msg) => self
+            Inner::Data(msg) | Inner::Skips(msg) => self
                 .receiver
                 .handle_datagram(now, path, msg)
                 .map_err(|_| DropReason::Malformed),
@@ -821,10 +818,8 @@ impl Session {
             }
             Inner::TrainReport(report) => {
                 let p = &mut self.paths[usize::from(path)];
-                let ip_overhead = match p.remote {
-                    Some(SocketAddr::V6(_)) => 48,
-                    _ => crate::wire::IP_UDP_OVERHEAD,
-                };
+                let ipv6 = p.remote.is_some_and(|r| r.is_ipv6());
+                let ip_overhead = crate::wire::ip_udp_overhead(ipv6);
                 if let Some(bps) = p.trains.on_report(report, ip_overhead) {
                     self.sender.seed_path_rate(usize::from(path), bps);
                     self.events.push_back(Event::PathMeasured {
@@ -954,7 +949,10 @@ impl Session {
             self.control_out.clear();
             return None;
         }
-        let train_len = self.config.tunnel_mtu + crate::wire::DATA_HEADER_LEN;
+        // A full data packet's plaintext (a full tunnel-MTU inner packet):
+        // a train packet's size, and the most a bundle may take (larger,
+        // it would exceed the path MTU and leave fragmented).
+        let room = self.config.tunnel_mtu + crate::wire::DATA_HEADER_LEN;
         while let Some(c) = self.control_out.pop_front() {
             let body = &mut buf[TRANSPORT_HEADER_LEN..];
             let (path, len) = match c {
@@ -962,7 +960,7 @@ impl Session {
                     (path, frame::emit_probe(kind, path, seq, body))
                 }
                 Control::Train { path, packet } => {
-                    (path, frame::emit_train(path, packet, train_len, body))
+                    (path, frame::emit_train(path, packet, room, body))
                 }
                 Control::TrainReport { path, report } => {
                     (path, frame::emit_train_report(path, report, body))
@@ -975,10 +973,6 @@ impl Session {
         if let Some(t) = self.poll_stream_transmit(now, buf) {
             return Some(t);
         }
-        // A bundle is never larger than a data packet carrying a full
-        // tunnel-MTU inner packet: larger, it would exceed the path MTU
-        // and leave fragmented.
-        let room = self.config.tunnel_mtu + crate::wire::DATA_HEADER_LEN;
         while let Some(t) = self.sender.poll_transmit() {
             self.last_data_at = Some(now);
             let body = &mut buf[TRANSPORT_HEADER_LEN..];
