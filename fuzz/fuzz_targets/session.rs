@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 
 use braid_core::crypto::handshake::{Initiator, MAX_INITIATION_LEN, MAX_PAYLOAD};
 use braid_core::crypto::{
-    PresharedKey, StaticKeypair, TransportKeys, TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD,
+    PresharedKey, StaticKeypair, TransportKeys, DATA_MESSAGE_HEADER_LEN, DATA_MESSAGE_OVERHEAD,
+    TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD,
 };
 use braid_core::session::{
     ClientConfig, Endpoint, EndpointConfig, PathConfig, PathRole, PeerConfig, PeerId, Session,
@@ -140,14 +141,27 @@ fuzz_target!(|data: &[u8]| {
             }
             2 => {}
             3 => {
-                // Authenticated hostile plaintext from the manual client.
+                // Authenticated hostile plaintext from the manual client:
+                // a message, or a data message with the fuzzer's kind
+                // (flags), path and path number.
                 let addr = from(input.u8());
+                let as_data = input.u8();
+                let (path, number) = (input.u8() % 20, input.u32());
                 let len = usize::from(input.u16()) % 1500;
                 let plain = input.take(len);
                 if let Some(keys) = manual.keys.as_mut() {
-                    let mut packet = vec![0u8; plain.len() + TRANSPORT_OVERHEAD];
-                    packet[TRANSPORT_HEADER_LEN..][..plain.len()].copy_from_slice(plain);
-                    if let Ok(n) = keys.seal(&mut packet, plain.len()) {
+                    let mut packet =
+                        vec![0u8; plain.len() + TRANSPORT_OVERHEAD.max(DATA_MESSAGE_OVERHEAD)];
+                    let sealed = if as_data & 1 == 1 {
+                        packet[DATA_MESSAGE_HEADER_LEN..][..plain.len()].copy_from_slice(plain);
+                        // Version 3, data or express, any flags.
+                        let kind = 0x31 | (as_data & 0x0e);
+                        keys.seal_data(&mut packet, kind, path, number, plain.len())
+                    } else {
+                        packet[TRANSPORT_HEADER_LEN..][..plain.len()].copy_from_slice(plain);
+                        keys.seal(&mut packet, plain.len())
+                    };
+                    if let Ok(n) = sealed {
                         packet.truncate(n);
                         let _ = bounded("endpoint sealed", || {
                             endpoint.handle_datagram(now, addr, &mut packet)

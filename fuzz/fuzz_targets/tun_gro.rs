@@ -22,7 +22,11 @@ const CAPACITY: usize = 2 * VIRTIO_NET_HDR_LEN + u16::MAX as usize;
 /// sequence number, flags, options and payload length, checksums valid.
 fn packet(input: &mut Input, v6: bool, tcp: bool) -> Vec<u8> {
     let ports = input.u32().to_be_bytes();
-    let options = if tcp { usize::from(input.u8() % 11) * 4 } else { 0 };
+    let options = if tcp {
+        usize::from(input.u8() % 11) * 4
+    } else {
+        0
+    };
     let header = if tcp { 20 + options } else { 8 };
     let payload = usize::from(input.u16() % 1500);
     let mut l4 = vec![0u8; header];

@@ -4,7 +4,7 @@
 //! is a [`WireError`], never a panic.
 //!
 //! ```text
-//! Data:      ver|type(1) path(1) gseq(4) pseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
+//! Data:      ver|type(1) path(1) pseq(4) gseq(4) send_ts_us(4) prev_gap(2) flow_gap(2) payload...
 //!            (type 1, or 3 for an express datagram: see below; either
 //!            with bit 0x8 set when the sender re-sends lost datagrams,
 //!            and with bit 0x4 when it was sent behind lower numbers)
@@ -75,6 +75,11 @@ pub fn is_data_first_byte(first: u8) -> bool {
 
 /// Bytes of a data packet's header.
 pub const DATA_HEADER_LEN: usize = 18;
+/// The data header's first bytes (first byte, path, path number: the order
+/// is for this) that a session's data message carries in its own header
+/// instead (`crate::crypto` data messages): the rest of the header follows
+/// in the ciphertext.
+pub const DATA_HEADER_IN_MESSAGE: usize = 6;
 /// IPv4 + UDP headers around every braid packet on a path.
 pub const IP_UDP_OVERHEAD: usize = 28;
 
@@ -342,8 +347,8 @@ impl Packet<'_> {
                 }
                 let header = DataHeader {
                     path: r.u8()?,
-                    gseq: r.u32()?,
                     pseq: r.u32()?,
+                    gseq: r.u32()?,
                     send_ts_us: r.u32()?,
                     prev_gap: r.u16()?,
                     flow_gap: r.u16()?,
@@ -410,8 +415,8 @@ impl DataHeader {
         let flag =
             if self.resends { RESENDS_FLAG } else { 0 } | if self.behind { BEHIND_FLAG } else { 0 };
         out.extend_from_slice(&[(VERSION << 4) | kind as u8 | flag, self.path]);
-        out.extend_from_slice(&self.gseq.to_be_bytes());
         out.extend_from_slice(&self.pseq.to_be_bytes());
+        out.extend_from_slice(&self.gseq.to_be_bytes());
         out.extend_from_slice(&self.send_ts_us.to_be_bytes());
         out.extend_from_slice(&self.prev_gap.to_be_bytes());
         out.extend_from_slice(&self.flow_gap.to_be_bytes());
@@ -539,7 +544,7 @@ mod tests {
         sample_header().append_to(b"", &mut buf);
         assert_eq!(
             buf,
-            [0x31, 3, 5, 6, 7, 8, 0, 0, 0, 77, 0, 1, 0xe2, 0x40, 0, 2, 1, 2]
+            [0x31, 3, 0, 0, 0, 77, 5, 6, 7, 8, 0, 1, 0xe2, 0x40, 0, 2, 1, 2]
         );
         // An express datagram differs in its type only.
         let express = DataHeader {

@@ -63,7 +63,7 @@ fn clean_paths_carry_traffic_encrypted_without_loss() {
     assert!(r.loss_rate < 0.01, "loss {}", r.loss_rate);
     assert!(r.in_order_goodput_bps >= 0.99 * r.goodput_bps);
     assert!(sess.server_drops.is_empty(), "{:?}", sess.server_drops);
-    assert_eq!(sess.overhead_bytes_per_packet, 71);
+    assert_eq!(sess.overhead_bytes_per_packet, 66);
     // At this load the scheduler leaves path 1 idle client-to-server while
     // the server's loss reports still use it: probes must keep it up on
     // both sides (they once flapped).

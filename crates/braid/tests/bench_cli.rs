@@ -472,14 +472,14 @@ fn bench_session_reports_the_tunnel_and_its_overhead() {
     let v = braid_json(&with);
     assert!(bare.get("session").is_none());
     let sess = &v["session"];
-    assert_eq!(sess["overhead_bytes_per_packet"], 71);
+    assert_eq!(sess["overhead_bytes_per_packet"], 66);
     assert_eq!(sess["client_handshakes"], 1);
     assert_eq!(sess["server_sessions"], 1);
-    // The session's 25 bytes per packet lower the ideal goodput.
+    // The session's 20 bytes per packet lower the ideal goodput.
     let ideal = |r: &serde_json::Value| r["ideal_goodput_bps"].as_f64().unwrap();
     let ratio = ideal(&v) / ideal(&bare);
     assert!(
-        (ratio - (1400.0 / 1471.0) / (1400.0 / 1446.0)).abs() < 1e-9,
+        (ratio - (1400.0 / 1466.0) / (1400.0 / 1446.0)).abs() < 1e-9,
         "{ratio}"
     );
     // A payload too large for the tunnel is a usage error.

@@ -5,7 +5,8 @@
 //! the client (initiator) knows the server's static public key; an optional
 //! pre-shared key is mixed in (all zeros when absent). The handshake's two
 //! split keys become the data-plane keys of the two directions, used with
-//! AES-256-GCM from `aws-lc-rs` and a 64-bit packet counter as nonce.
+//! AES-256-GCM from `aws-lc-rs`, with a 64-bit message counter or a bonding
+//! data packet's own per-path number as nonce.
 //!
 //! Nothing here draws from a global random source: ephemeral keys come from
 //! a seed the caller passes in (see [`handshake`]).
@@ -16,10 +17,11 @@ mod keys;
 mod replay;
 mod transport;
 
-pub use aead::{DataKey, OpenError, TAG_LEN};
+pub use aead::{DataKey, OpenError, PacketNonce, TAG_LEN};
 pub use keys::{KeyError, PresharedKey, PrivateKey, PublicKey, StaticKeypair, KEY_LEN};
 pub use replay::{ReplayError, ReplayWindow, REPLAY_WINDOW};
 pub use transport::{
-    receiver_index, TransportError, TransportKeys, REJECT_AFTER_MESSAGES, TRANSPORT_HEADER_LEN,
+    is_data_message, receiver_index, TransportError, TransportKeys, DATA_MESSAGE_HEADER_LEN,
+    DATA_MESSAGE_OVERHEAD, MAX_DATA_PATHS, REJECT_AFTER_MESSAGES, TRANSPORT_HEADER_LEN,
     TRANSPORT_OVERHEAD, TRANSPORT_TYPE,
 };

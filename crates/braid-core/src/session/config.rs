@@ -4,17 +4,21 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::cc::CcKind;
-use crate::crypto::{PresharedKey, PublicKey, StaticKeypair, TRANSPORT_OVERHEAD};
+use crate::crypto::{
+    PresharedKey, PublicKey, StaticKeypair, DATA_MESSAGE_OVERHEAD, MAX_DATA_PATHS,
+};
 use crate::reseq::ReseqConfig;
 use crate::sched;
-use crate::wire::DATA_HEADER_LEN;
+use crate::wire::{DATA_HEADER_IN_MESSAGE, DATA_HEADER_LEN};
 
 /// Most paths one session may have (the handshake carries the list).
-pub const MAX_SESSION_PATHS: usize = 16;
+pub const MAX_SESSION_PATHS: usize = MAX_DATA_PATHS;
 
-/// Bytes a session adds to each inner packet inside the UDP payload: the
-/// bonding data header (18) and the transport header and tag (9 + 16).
-pub const SESSION_OVERHEAD: usize = DATA_HEADER_LEN + TRANSPORT_OVERHEAD;
+/// Bytes a session adds to each inner packet inside the UDP payload: a
+/// data message's header and tag (10 + 16) and the rest of the bonding
+/// data header (18 - 6) in its ciphertext: 38.
+pub const SESSION_OVERHEAD: usize =
+    DATA_MESSAGE_OVERHEAD + DATA_HEADER_LEN - DATA_HEADER_IN_MESSAGE;
 
 /// Smallest and largest tunnel MTU a session takes: IPv4's minimum
 /// datagram, and the largest datagram the bonding sender carries.

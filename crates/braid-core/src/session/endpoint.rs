@@ -22,7 +22,7 @@ use super::{
     MAX_DATAGRAM_LEN,
 };
 use crate::crypto::handshake::{self, Responder, INITIATION_TYPE, MAX_RESPONSE_LEN, RESPONSE_TYPE};
-use crate::crypto::{PresharedKey, PublicKey, TransportKeys, TRANSPORT_TYPE};
+use crate::crypto::{is_data_message, PresharedKey, PublicKey, TransportKeys, TRANSPORT_TYPE};
 use crate::reseq::Delivery;
 use crate::time::Instant;
 
@@ -144,7 +144,7 @@ impl Endpoint {
         }
         match bytes.first() {
             None => Err(Dropped::Here(DropReason::Truncated)),
-            Some(&TRANSPORT_TYPE) => {
+            Some(&first) if first == TRANSPORT_TYPE || is_data_message(first) => {
                 let index = crate::crypto::receiver_index(bytes)
                     .map_err(|_| Dropped::Here(DropReason::Truncated))?;
                 let &peer = self

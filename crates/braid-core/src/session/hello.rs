@@ -26,9 +26,10 @@ use super::config::{PathRole, MAX_SESSION_PATHS};
 use super::Event;
 
 /// The version of braid's session protocol: the handshake payloads, the
-/// frames inside transport messages, the bonding data header and the
-/// reliable stream's packets. Raised whenever any of them changes.
-pub const PROTOCOL_VERSION: u8 = 2;
+/// frames inside transport messages, the data messages, the bonding data
+/// header and the reliable stream's packets. Raised whenever any of them
+/// changes.
+pub const PROTOCOL_VERSION: u8 = 3;
 
 /// The bits of a session's random instance number the handshake carries.
 pub(crate) const INSTANCE_MASK: u64 = (1 << 56) - 1;

@@ -84,8 +84,9 @@ use crate::crypto::handshake::{
     RESPONSE_TYPE,
 };
 use crate::crypto::{
-    PresharedKey, PublicKey, ReplayError, StaticKeypair, TransportError, TransportKeys,
-    TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD, TRANSPORT_TYPE,
+    is_data_message, PresharedKey, PublicKey, ReplayError, StaticKeypair, TransportError,
+    TransportKeys, DATA_MESSAGE_HEADER_LEN, TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD,
+    TRANSPORT_TYPE,
 };
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::reseq::Delivery;
@@ -115,8 +116,7 @@ const PROBE_RETURN_SILENT: u32 = 1 << 31;
 
 /// Bytes a caller's buffer for [`Session::poll_transmit`] must hold: the
 /// largest datagram a session sends.
-pub const MAX_DATAGRAM_LEN: usize =
-    sender::MAX_DATAGRAM + crate::wire::DATA_HEADER_LEN + TRANSPORT_OVERHEAD + 64;
+pub const MAX_DATAGRAM_LEN: usize = sender::MAX_DATAGRAM + SESSION_OVERHEAD + 64;
 
 /// How long a session must carry no data before it sends packet trains.
 const TRAIN_AFTER_QUIET: Duration = Duration::from_millis(200);
@@ -605,6 +605,9 @@ impl Session {
             Some(&TRANSPORT_TYPE) => self.handle_transport(now, path, remote, bytes),
             Some(&RESPONSE_TYPE) => self.handle_response(now, path, remote, bytes),
             Some(&INITIATION_TYPE) => Err(DropReason::Unexpected),
+            Some(&first) if is_data_message(first) => {
+                self.handle_transport(now, path, remote, bytes)
+            }
             Some(_) => Err(DropReason::UnknownType),
         }
     }
@@ -725,7 +728,24 @@ impl Session {
             self.events.push_back(Event::Rekeyed);
         }
         let wire_len = bytes.len();
-        self.handle_plain(now, path, remote, &bytes[range], wire_len)
+        if bytes[0] == TRANSPORT_TYPE {
+            return self.handle_plain(now, path, remote, &bytes[range], wire_len);
+        }
+        // A data message: its header ends with the data packet's path and
+        // path number, and its kind byte is the packet's first byte. Put
+        // that byte before them, and the data packet is whole again.
+        let start = DATA_MESSAGE_HEADER_LEN - crate::wire::DATA_HEADER_IN_MESSAGE;
+        bytes[start] = bytes[0];
+        let packet = &bytes[start..range.end];
+        self.handle_messages(
+            now,
+            path,
+            remote,
+            packet[1],
+            Inner::Data(packet),
+            None,
+            wire_len,
+        )
     }
 
     fn slot_for(&self, index: u32) -> Option<Slot> {
@@ -764,6 +784,22 @@ impl Session {
         wire_len: usize,
     ) -> Result<(), DropReason> {
         let (path, first, second) = frame::parse(plain).map_err(|_| DropReason::Malformed)?;
+        self.handle_messages(now, hint, remote, path, first, second, wire_len)
+    }
+
+    /// One or two authenticated messages that came in one datagram of
+    /// `wire_len` bytes saying it was sent on `path`.
+    #[allow(clippy::too_many_arguments)]
+    fn handle_messages(
+        &mut self,
+        now: Instant,
+        hint: Option<u8>,
+        remote: SocketAddr,
+        path: u8,
+        first: Inner<'_>,
+        second: Option<Inner<'_>>,
+        wire_len: usize,
+    ) -> Result<(), DropReason> {
         if usize::from(path) >= self.paths.len() {
             return Err(DropReason::Malformed);
         }
@@ -949,10 +985,11 @@ impl Session {
             self.control_out.clear();
             return None;
         }
-        // A full data packet's plaintext (a full tunnel-MTU inner packet):
-        // a train packet's size, and the most a bundle may take (larger,
-        // it would exceed the path MTU and leave fragmented).
-        let room = self.config.tunnel_mtu + crate::wire::DATA_HEADER_LEN;
+        // The plaintext of a message as long as a full data message (a
+        // full tunnel-MTU inner packet): a train packet's size, and the
+        // most a bundle may take (larger, it would exceed the path MTU
+        // and leave fragmented).
+        let room = self.config.tunnel_mtu + SESSION_OVERHEAD - TRANSPORT_OVERHEAD;
         while let Some(c) = self.control_out.pop_front() {
             let body = &mut buf[TRANSPORT_HEADER_LEN..];
             let (path, len) = match c {
@@ -981,20 +1018,22 @@ impl Session {
                     && frame::BUNDLE_HEADER_LEN + f.data.len() + t.data.len() <= room
                     && f.data.len() <= usize::from(u16::MAX)
             });
-            let len = match fb {
+            let sealed = match fb {
                 Some(i) => {
                     let f = self.feedback_out.remove(i).expect("position found it");
                     let len = frame::emit_bundle(t.path, &f.data, &t.data, body);
                     self.receiver.recycle(f.data);
-                    len
+                    self.seal(t.path, buf, len)
                 }
+                None if crate::wire::is_data_first_byte(t.data[0]) => self.seal_data(buf, &t.data),
                 None => {
+                    // Skip notices.
                     body[..t.data.len()].copy_from_slice(&t.data);
-                    t.data.len()
+                    self.seal(t.path, buf, t.data.len())
                 }
             };
             self.sender.recycle(t.data);
-            if let Some(out) = self.seal(t.path, buf, len) {
+            if let Some(out) = sealed {
                 return Some(out);
             }
         }
@@ -1010,8 +1049,30 @@ impl Session {
     }
 
     /// Seals the plaintext at `buf[TRANSPORT_HEADER_LEN..][..len]` for
-    /// `path`; `None` (and a drop counted) if it cannot leave.
+    /// `path` as a message; `None` (and a drop counted) if it cannot leave.
     fn seal(&mut self, path: u8, buf: &mut [u8], len: usize) -> Option<Transmit> {
+        let remote = self.destination(path)?;
+        let sealed = self.keys.current.as_mut()?.seal(buf, len);
+        self.sealed(path, remote, sealed)
+    }
+
+    /// Seals the bonding data packet `data` into `buf` as a data message:
+    /// its first six bytes (first byte, path, path number) become the
+    /// message's header, the rest its ciphertext.
+    fn seal_data(&mut self, buf: &mut [u8], data: &[u8]) -> Option<Transmit> {
+        let (head, body) = data.split_at(crate::wire::DATA_HEADER_IN_MESSAGE);
+        let path = head[1];
+        let remote = self.destination(path)?;
+        let number = u32::from_be_bytes([head[2], head[3], head[4], head[5]]);
+        buf[DATA_MESSAGE_HEADER_LEN..][..body.len()].copy_from_slice(body);
+        let keys = self.keys.current.as_mut()?;
+        let sealed = keys.seal_data(buf, head[0], path, number, body.len());
+        self.sealed(path, remote, sealed)
+    }
+
+    /// Where a datagram for `path` goes; `None` (and a drop counted) if it
+    /// cannot leave.
+    fn destination(&mut self, path: u8) -> Option<SocketAddr> {
         let Some(p) = self.paths.get(usize::from(path)) else {
             self.drops.add(DropReason::NoRemote);
             return None;
@@ -1020,12 +1081,20 @@ impl Session {
             self.drops.add(DropReason::LinkLost);
             return None;
         }
-        let Some(remote) = p.remote else {
+        let remote = p.remote;
+        if remote.is_none() {
             self.drops.add(DropReason::NoRemote);
-            return None;
-        };
-        let keys = self.keys.current.as_mut()?;
-        match keys.seal(buf, len) {
+        }
+        remote
+    }
+
+    fn sealed(
+        &mut self,
+        path: u8,
+        remote: SocketAddr,
+        sealed: Result<usize, TransportError>,
+    ) -> Option<Transmit> {
+        match sealed {
             Ok(n) => {
                 self.count_tx(path, n);
                 Some(Transmit {
@@ -1034,8 +1103,8 @@ impl Session {
                     len: n,
                 })
             }
-            Err(_) => {
-                self.drops.add(DropReason::KeyExhausted);
+            Err(e) => {
+                self.drops.add(transport_drop(e));
                 None
             }
         }
@@ -1457,5 +1526,9 @@ fn transport_drop(e: TransportError) -> DropReason {
         TransportError::Replay(ReplayError::TooOld | ReplayError::Exhausted) => DropReason::TooOld,
         TransportError::Open(_) => DropReason::Authentication,
         TransportError::BufferTooSmall => DropReason::Oversized,
+        TransportError::PathOutOfRange(_) => DropReason::Malformed,
+        // Only sealing says this: a bug in the sender's numbering, which
+        // the key refuses rather than reuse a nonce.
+        TransportError::NumberNotIncreasing => DropReason::NumberNotIncreasing,
     }
 }

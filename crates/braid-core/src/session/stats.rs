@@ -51,10 +51,14 @@ pub enum DropReason {
     /// A packet for a path whose link is gone (feedback for what arrived
     /// on it before).
     LinkLost,
+    /// A data packet whose path number is not above the last one sealed
+    /// on its path under the current key (a numbering bug; sealing it
+    /// could reuse a nonce).
+    NumberNotIncreasing,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 19] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::Truncated,
         DropReason::Oversized,
         DropReason::UnknownType,
@@ -74,6 +78,7 @@ impl DropReason {
         DropReason::NotConnected,
         DropReason::NoRemote,
         DropReason::LinkLost,
+        DropReason::NumberNotIncreasing,
     ];
 
     /// A stable snake_case name (for JSON and metrics).
@@ -98,6 +103,7 @@ impl DropReason {
             DropReason::NotConnected => "not_connected",
             DropReason::NoRemote => "no_remote",
             DropReason::LinkLost => "link_lost",
+            DropReason::NumberNotIncreasing => "number_not_increasing",
         }
     }
 

@@ -381,12 +381,14 @@ impl Pair {
 
 /// Feedback rides with data where it fits: with small packets both ways,
 /// and with data packets nearly as large as the tunnel MTU (an
-/// acknowledgement still fits beside each, up to the size of a full data
-/// packet), each side's acknowledgements leave inside its next data
-/// datagram instead of a datagram of their own.
+/// acknowledgement, 24 bytes, still fits beside each in a bundle, 4
+/// bytes, that carries the data packet's whole header, 6 bytes more than
+/// a data message's, up to the size of a full data message: at 33 bytes
+/// under the MTU), each side's acknowledgements leave inside its next
+/// data datagram instead of a datagram of their own.
 #[test]
 fn feedback_rides_with_data_where_it_fits() {
-    for size in [200, SessionConfig::default().tunnel_mtu - 30] {
+    for size in [200, SessionConfig::default().tunnel_mtu - 33] {
         let mut pair = connected(&[10]);
         let sent = |pair: &Pair| pair.client.stats(pair.now).paths[0].tx_packets;
         let before = sent(&pair);
@@ -950,7 +952,7 @@ fn hostile_datagrams_are_dropped_and_counted() {
     let mut pair = connected(&[10]);
     let from = pair.links[0].client_addr;
     let good = capture_client_datagram(&mut pair);
-    assert_eq!(good[0], TRANSPORT_TYPE);
+    assert!(is_data_message(good[0]), "a data message: {}", good[0]);
     let now = pair.now;
     let mut feed = |bytes: &[u8]| pair.server.handle_datagram(now, from, &mut bytes.to_vec());
     assert!(feed(&good).is_ok());
@@ -975,8 +977,13 @@ fn hostile_datagrams_are_dropped_and_counted() {
     assert_eq!(feed(&unknown), Err(DropReason::UnknownIndex));
     let mut flipped = good.clone();
     *flipped.last_mut().unwrap() ^= 1;
-    flipped[5..9].copy_from_slice(&1000u32.to_be_bytes());
+    flipped[6..10].copy_from_slice(&1000u32.to_be_bytes());
     assert_eq!(feed(&flipped), Err(DropReason::Authentication));
+    // A data message naming a path no session may have is refused before
+    // any cryptography (and counted as malformed).
+    let mut far = good.clone();
+    far[5] = MAX_SESSION_PATHS as u8;
+    assert_eq!(feed(&far), Err(DropReason::Malformed));
     assert_eq!(feed(&[RESPONSE_TYPE; 60]), Err(DropReason::Unexpected));
     assert_eq!(
         feed(&[INITIATION_TYPE; 150]),
@@ -997,7 +1004,8 @@ fn hostile_datagrams_are_dropped_and_counted() {
     }
     assert_eq!(session.drops.count(DropReason::Replayed), 1);
     assert_eq!(session.drops.count(DropReason::Authentication), 1);
-    assert_eq!(endpoint.drops.total() + session.drops.total(), 10);
+    assert_eq!(session.drops.count(DropReason::Malformed), 1);
+    assert_eq!(endpoint.drops.total() + session.drops.total(), 11);
     assert_eq!(endpoint.sessions, 1);
     // The same at the client.
     let mut garbage = vec![0x42u8; 40];

@@ -193,13 +193,13 @@ mod tests {
             tunnel_mtu_for_paths([1500, 9000], true),
             default_tunnel_mtu()
         );
-        // PPPoE DSL (1492) beside a 1500 LTE path, IPv4 paths: 1492 - 71
-        // = 1421 fits, but the default (sized for IPv6 paths) is smaller.
-        assert_eq!(tunnel_mtu_for_paths([1500, 1492], false), 1409);
-        // A 1460-byte path over IPv4: 1460 - 71.
-        assert_eq!(tunnel_mtu_for_paths([1500, 1460], false), 1389);
-        // The same over IPv6 paths: 1492 - 91.
-        assert_eq!(tunnel_mtu_for_paths([1492, 1500], true), 1401);
+        // PPPoE DSL (1492) beside a 1500 LTE path, IPv4 paths: 1492 - 66
+        // = 1426 fits, but the default (sized for IPv6 paths) is smaller.
+        assert_eq!(tunnel_mtu_for_paths([1500, 1492], false), 1414);
+        // A 1460-byte path over IPv4: 1460 - 66.
+        assert_eq!(tunnel_mtu_for_paths([1500, 1460], false), 1394);
+        // The same over IPv6 paths: 1492 - 86.
+        assert_eq!(tunnel_mtu_for_paths([1492, 1500], true), 1406);
         // A tiny path cannot push the tunnel below what IPv6 needs.
         assert_eq!(tunnel_mtu_for_paths([1300, 576], false), MIN_TUNNEL_MTU);
         assert_eq!(
