@@ -91,9 +91,8 @@ use crate::crypto::handshake::{
     RESPONSE_TYPE,
 };
 use crate::crypto::{
-    is_data_message, PresharedKey, PublicKey, ReplayError, StaticKeypair, TransportError,
-    TransportKeys, DATA_MESSAGE_HEADER_LEN, TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD,
-    TRANSPORT_TYPE,
+    PresharedKey, PublicKey, ReplayError, StaticKeypair, TransportError, TransportKeys,
+    DATA_MESSAGE_HEADER_LEN, TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD, TRANSPORT_TYPE,
 };
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::reseq::Delivery;
@@ -609,13 +608,11 @@ impl Session {
         }
         match bytes.first() {
             None => Err(DropReason::Truncated),
-            Some(&TRANSPORT_TYPE) => self.handle_transport(now, path, remote, bytes),
             Some(&RESPONSE_TYPE) => self.handle_response(now, path, remote, bytes),
             Some(&INITIATION_TYPE) => Err(DropReason::Unexpected),
-            Some(&first) if is_data_message(first) => {
-                self.handle_transport(now, path, remote, bytes)
-            }
-            Some(_) => Err(DropReason::UnknownType),
+            // A message, a data message, or unknown (`receiver_index`
+            // tells them apart).
+            Some(_) => self.handle_transport(now, path, remote, bytes),
         }
     }
 

@@ -9,6 +9,7 @@ use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
 use super::*;
+use crate::crypto::is_data_message;
 
 const SERVER: &str = "192.0.2.1:5000";
 
