@@ -21,7 +21,7 @@ pub use aead::{DataKey, OpenError, PacketNonce, TAG_LEN};
 pub use keys::{KeyError, PresharedKey, PrivateKey, PublicKey, StaticKeypair, KEY_LEN};
 pub use replay::{ReplayError, ReplayWindow, REPLAY_WINDOW};
 pub use transport::{
-    is_data_message, receiver_index, TransportError, TransportKeys, DATA_MESSAGE_HEADER_LEN,
-    DATA_MESSAGE_OVERHEAD, MAX_DATA_PATHS, REJECT_AFTER_MESSAGES, TRANSPORT_HEADER_LEN,
-    TRANSPORT_OVERHEAD, TRANSPORT_TYPE,
+    receiver_index, TransportError, TransportKeys, DATA_MESSAGE_HEADER_LEN, DATA_MESSAGE_OVERHEAD,
+    MAX_DATA_PATHS, REJECT_AFTER_MESSAGES, TRANSPORT_HEADER_LEN, TRANSPORT_OVERHEAD,
+    TRANSPORT_TYPE,
 };

@@ -28,6 +28,7 @@ use super::aead::{DataKey, OpenError, PacketNonce, TAG_LEN};
 use super::replay::{ReplayError, ReplayWindow};
 use super::KEY_LEN;
 use crate::time::Instant;
+use crate::wire::is_data_first_byte;
 
 /// First byte of a transport message.
 pub const TRANSPORT_TYPE: u8 = 3;
@@ -70,17 +71,12 @@ pub enum TransportError {
     NumberNotIncreasing,
 }
 
-/// Whether `first` starts a data message.
-pub fn is_data_message(first: u8) -> bool {
-    crate::wire::is_data_first_byte(first)
-}
-
 /// Reads a transport or data message's receiver index (which session it
 /// is for).
 pub fn receiver_index(packet: &[u8]) -> Result<u32, TransportError> {
     let least = match packet.first() {
         Some(&TRANSPORT_TYPE) => TRANSPORT_OVERHEAD,
-        Some(&first) if is_data_message(first) => DATA_MESSAGE_OVERHEAD,
+        Some(&first) if is_data_first_byte(first) => DATA_MESSAGE_OVERHEAD,
         Some(_) => return Err(TransportError::NotTransport),
         None => return Err(TransportError::Truncated(0)),
     };
@@ -197,7 +193,7 @@ impl TransportKeys {
         if buf.len() < total {
             return Err(TransportError::BufferTooSmall);
         }
-        if !is_data_message(kind) {
+        if !is_data_first_byte(kind) {
             return Err(TransportError::NotTransport);
         }
         let slot = self

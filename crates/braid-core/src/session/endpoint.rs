@@ -22,7 +22,7 @@ use super::{
     MAX_DATAGRAM_LEN,
 };
 use crate::crypto::handshake::{self, Responder, INITIATION_TYPE, MAX_RESPONSE_LEN, RESPONSE_TYPE};
-use crate::crypto::{is_data_message, PresharedKey, PublicKey, TransportKeys, TRANSPORT_TYPE};
+use crate::crypto::{PresharedKey, PublicKey, TransportKeys};
 use crate::reseq::Delivery;
 use crate::time::Instant;
 
@@ -144,9 +144,15 @@ impl Endpoint {
         }
         match bytes.first() {
             None => Err(Dropped::Here(DropReason::Truncated)),
-            Some(&first) if first == TRANSPORT_TYPE || is_data_message(first) => {
+            Some(&INITIATION_TYPE) => self
+                .handle_initiation(now, remote, bytes)
+                .map_err(Dropped::Here),
+            Some(&RESPONSE_TYPE) => Err(Dropped::Here(DropReason::Unexpected)),
+            // A message, a data message, or unknown (`receiver_index`
+            // tells them apart, as in the session's own dispatch).
+            Some(_) => {
                 let index = crate::crypto::receiver_index(bytes)
-                    .map_err(|_| Dropped::Here(DropReason::Truncated))?;
+                    .map_err(|e| Dropped::Here(super::transport_drop(e)))?;
                 let &peer = self
                     .by_index
                     .get(&index)
@@ -159,11 +165,6 @@ impl Endpoint {
                 self.sync_indices(peer);
                 result.map(|()| PeerId(peer)).map_err(Dropped::InSession)
             }
-            Some(&INITIATION_TYPE) => self
-                .handle_initiation(now, remote, bytes)
-                .map_err(Dropped::Here),
-            Some(&RESPONSE_TYPE) => Err(Dropped::Here(DropReason::Unexpected)),
-            Some(_) => Err(Dropped::Here(DropReason::UnknownType)),
         }
     }
 
