@@ -18,8 +18,13 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::cc::{AckSample, Controller};
+use crate::receiver::{SMALL_ACK_DELAY, SMALL_PAYLOAD};
 use crate::time::Instant;
-use crate::wire::AckFrame;
+use crate::wire::{self, AckFrame};
+
+/// A packet this short on the path (IP bytes) is one whose acknowledgement
+/// the receiver may hold for [`SMALL_ACK_DELAY`].
+const SMALL_PACKET_BYTES: u64 = wire::ip_packet_len(SMALL_PAYLOAD) as u64;
 
 /// A packet is lost once this many later packets of its path are acked
 /// (paths do not reorder internally, the threshold absorbs what little they do).
@@ -417,17 +422,27 @@ impl PathSender {
         if self.bytes_in_flight == 0 {
             return None;
         }
-        let oldest = self.oldest_live_sent()?;
-        Some(oldest.max(self.last_progress) + Liveness::silence_span(&self.rtt))
+        let oldest = self.oldest_live()?;
+        // The receiver may hold its acknowledgement of small packets.
+        let held = if oldest.bytes < SMALL_PACKET_BYTES {
+            SMALL_ACK_DELAY
+        } else {
+            Duration::ZERO
+        };
+        Some(oldest.sent.max(self.last_progress) + Liveness::silence_span(&self.rtt) + held)
     }
 
     /// When the oldest packet in flight not declared lost was sent.
     pub fn oldest_live_sent(&self) -> Option<Instant> {
+        Some(self.oldest_live()?.sent)
+    }
+
+    fn oldest_live(&self) -> Option<&SentPacket> {
         // Packets are numbered consecutively in the queue; resolved ones
         // leave only from the front.
         let front = self.in_flight.front()?.pseq;
         let index = self.first_live_pseq.saturating_sub(front) as usize;
-        Some(self.in_flight.get(index)?.sent)
+        self.in_flight.get(index)
     }
 
     /// The path is silent: everything in flight is declared lost (and kept,
@@ -785,6 +800,26 @@ mod tests {
         }
         let marks: Vec<bool> = p.in_flight.iter().map(|s| s.underused).collect();
         assert_eq!(marks, [true, true, false, false]);
+    }
+
+    #[test]
+    fn a_small_packets_silence_waits_for_its_held_acknowledgement() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let deadline = |bytes: u64| {
+            let mut p = PathSender::new(0, 1.0, fixed_pacing(None));
+            p.on_sent(t0, 0, bytes, false);
+            p.timeout_at().expect("a packet in flight")
+        };
+        // No RTT yet: the initial silence, and for a small packet the
+        // receiver's longest hold on top.
+        assert_eq!(
+            deadline(SMALL_PACKET_BYTES),
+            t0 + Duration::from_millis(500)
+        );
+        assert_eq!(
+            deadline(SMALL_PACKET_BYTES - 1),
+            t0 + Duration::from_millis(500) + SMALL_ACK_DELAY
+        );
     }
 
     #[test]
