@@ -39,9 +39,14 @@ pub const SMALL_PAYLOAD: usize = 256;
 /// How much of a full packet a small one counts for towards `ack_every`.
 const SMALL_PACKET_WEIGHT: u32 = 4;
 
+/// The longest a receiver holds an acknowledgement of a full packet
+/// ([`ReceiverConfig::max_ack_delay`]'s default).
+pub const MAX_ACK_DELAY: Duration = Duration::from_millis(2);
+
 /// The longest a receiver holds an acknowledgement of small packets only
 /// ([`ReceiverConfig::small_ack_delay`]'s default); a sender's silence
-/// deadline allows for it (see `PathSender::timeout_at`).
+/// deadline allows for it, and its delivery-rate samples take out what it
+/// adds beyond [`MAX_ACK_DELAY`] (see `PathSender`).
 pub const SMALL_ACK_DELAY: Duration = Duration::from_millis(8);
 
 impl ReceiverConfig {
@@ -51,7 +56,7 @@ impl ReceiverConfig {
             reseq: ReseqConfig::default(),
             report_interval: Duration::from_millis(50),
             ack_every: 2,
-            max_ack_delay: Duration::from_millis(2),
+            max_ack_delay: MAX_ACK_DELAY,
             small_ack_delay: SMALL_ACK_DELAY,
         }
     }
