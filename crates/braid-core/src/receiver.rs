@@ -22,10 +22,9 @@ pub struct ReceiverConfig {
     /// Acknowledge after this many full data packets on a path (a small
     /// one counts as [`SMALL_PACKET_WEIGHT`] of one)...
     pub ack_every: u32,
-    /// ...or when the oldest unacknowledged one has waited this long...
+    /// ...or when the oldest unacknowledged one has waited this long (or,
+    /// while every unacknowledged one is small, [`SMALL_ACK_DELAY`]).
     pub max_ack_delay: Duration,
-    /// ...or, while every unacknowledged one is small, this long.
-    pub small_ack_delay: Duration,
 }
 
 /// A data packet whose payload is shorter than this is small: an inner
@@ -33,7 +32,7 @@ pub struct ReceiverConfig {
 /// an acknowledgement of about 80 bytes per 130 bytes carried (in a TCP
 /// upload through the tunnel, 3 % of the fast path's forward capacity went
 /// to acknowledging the returning TCP acknowledgements), so small packets
-/// are acknowledged in fours as often.
+/// are acknowledged a quarter as often.
 pub const SMALL_PAYLOAD: usize = 256;
 
 /// How much of a full packet a small one counts for towards `ack_every`.
@@ -43,8 +42,8 @@ const SMALL_PACKET_WEIGHT: u32 = 4;
 /// ([`ReceiverConfig::max_ack_delay`]'s default).
 pub const MAX_ACK_DELAY: Duration = Duration::from_millis(2);
 
-/// The longest a receiver holds an acknowledgement of small packets only
-/// ([`ReceiverConfig::small_ack_delay`]'s default); a sender's silence
+/// The longest a receiver holds an acknowledgement of small packets only;
+/// a constant, not a setting, because the sender relies on it: its silence
 /// deadline allows for it, and its delivery-rate samples take out what it
 /// adds beyond [`MAX_ACK_DELAY`] (see `PathSender`).
 pub const SMALL_ACK_DELAY: Duration = Duration::from_millis(8);
@@ -57,7 +56,6 @@ impl ReceiverConfig {
             report_interval: Duration::from_millis(50),
             ack_every: 2,
             max_ack_delay: MAX_ACK_DELAY,
-            small_ack_delay: SMALL_ACK_DELAY,
         }
     }
 }
@@ -269,7 +267,7 @@ impl Receiver {
         p.interval_received = p.interval_received.saturating_add(1);
         let small = payload.len() < SMALL_PAYLOAD;
         let (weight, delay) = if small {
-            (1, self.config.small_ack_delay)
+            (1, SMALL_ACK_DELAY)
         } else {
             (SMALL_PACKET_WEIGHT, self.config.max_ack_delay)
         };
