@@ -877,7 +877,7 @@ impl Sender {
             index: i,
             cwnd_open: usable && p.cwnd_open(bytes),
             can_send: usable && p.can_send(now, bytes),
-            ready_at: p.pacing_ready_at().max(now),
+            ready_at: p.ready_at(bytes).max(now),
             cwnd_bytes: p.cc().cwnd_bytes(),
             in_flight_bytes: p.bytes_in_flight(),
             srtt: p.rtt.srtt(),
@@ -1234,10 +1234,11 @@ impl Sender {
         let path_timeouts = self.paths.iter().filter_map(PathSender::timeout_at);
         let head = self.queue.front().map(|q| {
             let stale = q.enqueued + self.queue_delay_limit;
+            let bytes = wire_bytes(q.payload.len());
             let pacing = self
                 .paths
                 .iter()
-                .map(PathSender::pacing_ready_at)
+                .map(|p| p.ready_at(bytes))
                 .filter(|&t| t > self.last_now)
                 .min();
             pacing.map_or(stale, |p| p.min(stale))
@@ -1440,6 +1441,48 @@ mod tests {
     /// rate; then path a falls silent. Path b, which inherits a's share,
     /// starts up again: its pacing jumps from about its light rate to
     /// start-up's floor (ten full packets per round trip, times 2.885).
+    #[test]
+    fn small_datagrams_are_not_held_back_by_a_paths_pacing() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut config = two_paths("earliest-arrival", ms(2000));
+        config.paths.truncate(1);
+        let mut s = Sender::new(config).unwrap();
+        // A full datagram leaves, and the path's pacing holds the next one.
+        s.send(t0, vec![7; 1000]).unwrap();
+        assert_eq!(sent_gseqs(&mut s).len(), 1);
+        // Small ones (a returning TCP acknowledgement's size) leave at once.
+        for _ in 0..10 {
+            s.send(t0, vec![7; 100]).unwrap();
+        }
+        assert_eq!(sent_gseqs(&mut s).len(), 10);
+        // A full one waits for pacing, and a small one behind it waits its
+        // turn in the queue.
+        s.send(t0, vec![7; 1000]).unwrap();
+        s.send(t0, vec![7; 100]).unwrap();
+        assert!(sent_gseqs(&mut s).is_empty());
+        run_until(&mut s, t0 + ms(50));
+        assert_eq!(sent_gseqs(&mut s).len(), 2);
+
+        // A rate limit holds small ones too, and the sender wakes when the
+        // limit lets the small one at its head go, not when pacing would
+        // let a full one: at 1 Gbit/s, 1,046 IP bytes take 8.368 us.
+        let mut config = two_paths("earliest-arrival", ms(2000));
+        config.paths.truncate(1);
+        let mut s = Sender::new(config).unwrap();
+        s.set_rate_limit(0, Some(1_000_000_000));
+        s.send(t0, vec![7; 1000]).unwrap();
+        s.send(t0, vec![7; 100]).unwrap();
+        assert_eq!(sent_gseqs(&mut s).len(), 1);
+        let wake = s.poll_timeout().unwrap();
+        assert!((8367..=8368).contains(&(wake - t0).as_nanos()), "{wake:?}");
+        assert!(
+            s.path(0).pacing_ready_at() > wake,
+            "pacing holds a full one longer"
+        );
+        s.handle_timeout(wake);
+        assert_eq!(sent_gseqs(&mut s).len(), 1);
+    }
+
     #[test]
     fn a_path_that_carried_light_traffic_starts_up_again_when_the_other_dies() {
         let mut s = Sender::new(two_paths("rr", ms(2000))).unwrap();
@@ -1770,9 +1813,10 @@ mod tests {
             s.send_flow(t0, 1, vec![7; 1000]).unwrap();
         }
         assert_eq!(sent_headers(&mut s).len(), 1);
-        // Two sparse flows' datagrams at the head, then 1..=63 in order.
-        s.send_flow(t0, 2, vec![9; 100]).unwrap();
-        s.send_flow(t0, 3, vec![9; 100]).unwrap();
+        // Two sparse flows' datagrams at the head, then 1..=63 in order
+        // (300 bytes: smaller ones would not wait for pacing).
+        s.send_flow(t0, 2, vec![9; 300]).unwrap();
+        s.send_flow(t0, 3, vec![9; 300]).unwrap();
         let kept = |gseq| Kept {
             gseq,
             flow_gap: 1,
@@ -1815,15 +1859,16 @@ mod tests {
         assert_eq!(s.next_gseq, 64);
         // Two small flows' datagrams, then a second of the first: numbered
         // after the whole window, they leave first, in their order, when
-        // the path may send again.
-        s.send_flow(t0, 2, vec![9; 100]).unwrap();
-        s.send_flow(t0, 3, vec![9; 102]).unwrap();
-        s.send_flow(t0, 2, vec![9; 101]).unwrap();
+        // the path may send again (300 bytes and more: smaller ones would
+        // not wait for pacing).
+        s.send_flow(t0, 2, vec![9; 300]).unwrap();
+        s.send_flow(t0, 3, vec![9; 302]).unwrap();
+        s.send_flow(t0, 2, vec![9; 301]).unwrap();
         assert_eq!(sent_headers(&mut s), vec![]);
         ack_all(&mut s, t0 + ms(40), 0, 0);
         run_until(&mut s, t0 + ms(60));
         let next = sent_headers(&mut s);
-        assert_eq!(next[..3], [(64, 64, 100), (65, 1, 102), (66, 1, 101)]);
+        assert_eq!(next[..3], [(64, 64, 300), (65, 1, 302), (66, 1, 301)]);
         // The window's lower numbers still go out on the same path after
         // them, in order; the falling gap is sent as unknown.
         assert_eq!(next[3], (1, 0, 1000));

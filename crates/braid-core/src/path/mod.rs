@@ -23,7 +23,8 @@ use crate::time::Instant;
 use crate::wire::{self, AckFrame};
 
 /// A packet this short on the path (IP bytes) is one whose acknowledgement
-/// the receiver may hold for [`SMALL_ACK_DELAY`].
+/// the receiver may hold for [`SMALL_ACK_DELAY`], and one the controller's
+/// pacing does not hold back (see [`PathSender::ready_at`]).
 const SMALL_PACKET_BYTES: u64 = wire::ip_packet_len(SMALL_PAYLOAD) as u64;
 
 /// A packet is lost once this many later packets of its path are acked
@@ -99,7 +100,11 @@ pub struct PathSender {
     delivered: u64,
     delivered_time: Instant,
     first_sent_time: Instant,
+    /// When pacing next lets a full packet go (the controller's rate and
+    /// the rate limit).
     next_send_time: Instant,
+    /// When the rate limit next lets a small packet go.
+    next_small_send_time: Instant,
     /// Lateness pacing may make up for (see [`PACING_CREDIT`]).
     pacing_credit: Duration,
     /// Last time this path showed life (an ack), for its timeout.
@@ -140,6 +145,7 @@ impl PathSender {
             delivered_time: Instant::ZERO,
             first_sent_time: Instant::ZERO,
             next_send_time: Instant::ZERO,
+            next_small_send_time: Instant::ZERO,
             pacing_credit: Duration::ZERO,
             last_progress: Instant::ZERO,
             relayed_ack_at: None,
@@ -156,7 +162,7 @@ impl PathSender {
         self.rate_limit_bps = bps.filter(|b| *b > 0).map(|b| b as f64);
     }
 
-    /// How long after a packet of `bytes` the next may leave: the
+    /// How long after a packet of `bytes` the next full one may leave: the
     /// controller's pacing, or the rate limit's, whichever is longer
     /// (`bytes` are IP packet bytes, as a link's rate counts them).
     fn pacing_gap(&self, bytes: u64) -> Option<Duration> {
@@ -165,12 +171,16 @@ impl PathSender {
             .pacing_rate_bps()
             .filter(|r| *r > 0.0)
             .map(|r| bytes as f64 * 8.0 / r);
-        let limit = self.rate_limit_bps.map(|l| bytes as f64 * 8.0 / l);
-        let gap = match (cc, limit) {
+        let gap = match (cc, self.rate_limit_gap(bytes)) {
             (Some(c), Some(l)) => c.max(l),
             (c, l) => c.or(l)?,
         };
         Some(Duration::from_secs_f64(gap))
+    }
+
+    /// Seconds the rate limit puts after a packet of `bytes`.
+    fn rate_limit_gap(&self, bytes: u64) -> Option<f64> {
+        self.rate_limit_bps.map(|l| bytes as f64 * 8.0 / l)
     }
 
     /// Lets pacing make up for up to `credit` of lateness (none by
@@ -206,13 +216,29 @@ impl PathSender {
         self.bytes_in_flight + bytes <= self.cc.cwnd_bytes().max(bytes)
     }
 
-    /// When pacing next allows a packet.
+    /// When pacing next allows a full packet.
     pub fn pacing_ready_at(&self) -> Instant {
         self.next_send_time
     }
 
+    /// When pacing next allows a packet of `bytes`. A small one (a pure
+    /// TCP acknowledgement coming back, a call's voice frame) waits only
+    /// for the rate limit, as Linux's fq qdisc does not pace pure ACKs: a
+    /// path that has carried little has a low rate estimate, and pacing
+    /// the returning acknowledgements of a TCP transfer that starts on the
+    /// other direction at that estimate queued them, stretched the inner
+    /// round trip and slowed the transfer's start (BENCHMARKS.md, "Small
+    /// packets not paced"). The window still bounds them.
+    pub fn ready_at(&self, bytes: u64) -> Instant {
+        if bytes < SMALL_PACKET_BYTES {
+            self.next_small_send_time
+        } else {
+            self.next_send_time
+        }
+    }
+
     pub fn can_send(&self, now: Instant, bytes: u64) -> bool {
-        self.cwnd_open(bytes) && self.next_send_time <= now
+        self.cwnd_open(bytes) && self.ready_at(bytes) <= now
     }
 
     /// Records a packet leaving on this path; returns its header fields.
@@ -242,20 +268,30 @@ impl PathSender {
         self.counters.sent_packets += 1;
         self.counters.sent_bytes += bytes;
         self.cc.on_sent(now, bytes, self.bytes_in_flight);
-        if let Some(gap) = self.pacing_gap(bytes) {
-            // A sender that woke late (a timer's granularity, a busy
-            // thread) may catch up on up to its credit of lateness:
-            // without it every late wake-up lowers the rate actually sent,
-            // the delivery rate the controller measures follows it down,
-            // and the pacing rate spirals down with it. After an idle
-            // period there is nothing to catch up on.
-            let credit = if idle {
-                Duration::ZERO
-            } else {
-                self.pacing_credit
-            };
-            let earliest = Instant::from_duration(now.since_epoch().saturating_sub(credit));
+        // A sender that woke late (a timer's granularity, a busy thread)
+        // may catch up on up to its credit of lateness: without it every
+        // late wake-up lowers the rate actually sent, the delivery rate the
+        // controller measures follows it down, and the pacing rate spirals
+        // down with it. After an idle period there is nothing to catch up on.
+        let credit = if idle {
+            Duration::ZERO
+        } else {
+            self.pacing_credit
+        };
+        let earliest = Instant::from_duration(now.since_epoch().saturating_sub(credit));
+        let small = bytes < SMALL_PACKET_BYTES;
+        // A small packet spends only the rate limit's budget.
+        let gap = if small {
+            self.rate_limit_gap(bytes).map(Duration::from_secs_f64)
+        } else {
+            self.pacing_gap(bytes)
+        };
+        if let Some(gap) = gap {
             self.next_send_time = self.next_send_time.max(earliest) + gap;
+        }
+        if let Some(gap) = self.rate_limit_gap(bytes) {
+            let gap = Duration::from_secs_f64(gap);
+            self.next_small_send_time = self.next_small_send_time.max(earliest) + gap;
         }
         // 0 means "no usable hint": first packet, or a number below the
         // previous one on this path (the sender sent a later datagram here
@@ -712,6 +748,38 @@ mod tests {
         assert_eq!(p.pacing_ready_at(), t0 + ms(3));
         assert_eq!((p.counters.sent_packets, p.counters.sent_bytes), (2, 2000));
         assert_eq!(p.bytes_in_flight(), 2000);
+    }
+
+    #[test]
+    fn small_packets_wait_for_the_rate_limit_but_not_for_the_controllers_pacing() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let ms = Duration::from_millis;
+        let small = SMALL_PACKET_BYTES - 1;
+        // 1,000 bytes at 8 Mbit/s: the next full packet waits 1 ms, a small
+        // one does not, and sending it spends none of the full ones' time.
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(8e6)));
+        p.on_sent(t0, 0, 1000, false);
+        assert!(!p.can_send(t0, SMALL_PACKET_BYTES));
+        assert!(p.can_send(t0, small));
+        assert_eq!(p.ready_at(small), Instant::ZERO);
+        p.on_sent(t0, 1, small, false);
+        assert_eq!(p.pacing_ready_at(), t0 + ms(1));
+        assert_eq!(p.ready_at(SMALL_PACKET_BYTES), t0 + ms(1));
+        assert!(p.can_send(t0, small));
+        // The window still counts them.
+        assert_eq!(p.bytes_in_flight(), 1000 + small);
+        // A rate limit of 1 Mbit/s holds both: 125 bytes take 1 ms, and
+        // the full packet after them waits for its own gap and theirs.
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(8e6)));
+        p.set_rate_limit(Some(1_000_000));
+        p.on_sent(t0, 0, 125, false);
+        assert_eq!(p.ready_at(125), t0 + ms(1));
+        assert_eq!(p.pacing_ready_at(), t0 + ms(1));
+        assert!(!p.can_send(t0, 125));
+        p.on_sent(t0 + ms(1), 1, 1250, false);
+        // 1,250 bytes at the limit: 10 ms, longer than the controller's 1.25.
+        assert_eq!(p.pacing_ready_at(), t0 + ms(11));
+        assert_eq!(p.ready_at(125), t0 + ms(11));
     }
 
     #[test]
