@@ -780,6 +780,11 @@ mod tests {
         assert!(p.can_send(t0, small));
         // The window still counts them.
         assert_eq!(p.bytes_in_flight(), 1000 + small);
+        // One of exactly the boundary's size is a full packet: it spends
+        // the controller's pacing time.
+        p.on_sent(t0 + ms(1), 2, SMALL_PACKET_BYTES, false);
+        let gap = Duration::from_secs_f64(SMALL_PACKET_BYTES as f64 * 8.0 / 8e6);
+        assert_eq!(p.pacing_ready_at(), t0 + ms(1) + gap);
         // A rate limit of 1 Mbit/s holds both: 125 bytes take 1 ms, and
         // the full packet after them waits for its own gap and theirs.
         let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(8e6)));
