@@ -416,12 +416,6 @@ impl Sender {
         self.paths.get_mut(path).is_some_and(|p| p.seed_rate(bps))
     }
 
-    /// A round trip measured for path `path` apart from the traffic; see
-    /// [`PathSender::seed_rtt`]. Out-of-range paths are ignored.
-    pub fn seed_path_rtt(&mut self, path: usize, rtt: Duration) -> bool {
-        self.paths.get_mut(path).is_some_and(|p| p.seed_rtt(rtt))
-    }
-
     /// Payload bytes waiting, in both stages.
     pub fn queued_bytes(&self) -> usize {
         self.queue_bytes + self.flows.bytes()

@@ -621,18 +621,6 @@ impl PathSender {
         cc || kalman
     }
 
-    /// A round trip measured apart from the traffic (a probe's): taken
-    /// only while no acknowledgement has measured one, so that the
-    /// scheduler knows how far away a path is before data has gone on it.
-    /// Returns whether it was taken.
-    pub fn seed_rtt(&mut self, rtt: Duration) -> bool {
-        if self.rtt.srtt().is_some() || rtt.is_zero() {
-            return false;
-        }
-        self.rtt.on_sample(rtt);
-        true
-    }
-
     /// Bandwidth estimate for schedulers: the controller's, else the Kalman filter's.
     /// Capped by the rate limit.
     pub fn bandwidth_bps(&self) -> Option<f64> {

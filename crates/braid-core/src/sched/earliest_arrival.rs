@@ -53,50 +53,9 @@ impl EarliestArrival {
 /// that fills late costs a resequencing timeout.
 const AHEAD_MARGIN: f64 = 0.8;
 
-/// How the paths' one-way delays are put in one frame. A relative one-way
-/// delay floor is the better measure (it sees an asymmetric path's two
-/// directions apart), but only a path that has carried data has one.
-/// While some live path has none and every live path has a least round
-/// trip (a probe gives one before any data does), half of those are
-/// compared instead: a path with no floor is otherwise taken for as near
-/// as the nearest, and on a fresh tunnel a ping or a TCP handshake went to
-/// whichever path a packet train had measured marginally faster, however
-/// far away it was, and light traffic stayed there.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum DelayFrame {
-    /// Floors above the smallest one, µs; a path without one counts half
-    /// its smoothed round trip (or nothing) as it is tried.
-    Floors {
-        base_us: f64,
-    },
-    HalfMinRtt,
-}
-
-impl DelayFrame {
-    fn of<'a>(live: impl Iterator<Item = &'a PathView> + Clone) -> DelayFrame {
-        let all_floors = live.clone().all(|p| p.owd_us.is_some());
-        if !all_floors && live.clone().all(|p| p.min_rtt.is_some()) {
-            return DelayFrame::HalfMinRtt;
-        }
-        let base_us = live.filter_map(|p| p.owd_us).fold(f64::INFINITY, f64::min);
-        DelayFrame::Floors {
-            base_us: if base_us.is_finite() { base_us } else { 0.0 },
-        }
-    }
-
-    fn delay_secs(self, p: &PathView) -> f64 {
-        let half = |rtt: Option<Duration>| rtt.map_or(0.0, |r| r.as_secs_f64() / 2.0);
-        match (self, p.owd_us) {
-            (DelayFrame::Floors { base_us }, Some(o)) => (o - base_us) / 1e6,
-            (DelayFrame::Floors { .. }, None) => half(p.srtt),
-            (DelayFrame::HalfMinRtt, _) => half(p.min_rtt),
-        }
-    }
-}
-
-/// Expected arrival of `bytes` sent next on `p`, in seconds from now, in
-/// the delay frame `frame`.
-fn arrival_secs(p: &PathView, now: Instant, bytes: u64, frame: DelayFrame) -> f64 {
+/// Expected arrival of `bytes` sent next on `p`, in seconds from now,
+/// relative to the smallest one-way delay (`base_owd_us`).
+fn arrival_secs(p: &PathView, now: Instant, bytes: u64, base_owd_us: f64) -> f64 {
     let bw = p.bandwidth_bps.unwrap_or(0.0).max(1.0);
     let min_rtt = p.min_rtt.unwrap_or(Duration::ZERO).as_secs_f64();
     let bdp_bytes = bw * min_rtt / 8.0;
@@ -106,7 +65,11 @@ fn arrival_secs(p: &PathView, now: Instant, bytes: u64, frame: DelayFrame) -> f6
     } else {
         (p.in_flight_bytes + bytes).saturating_sub(p.cwnd_bytes) as f64 * 8.0 / bw
     };
-    wait + (queued + bytes as f64) * 8.0 / bw + frame.delay_secs(p)
+    let owd = match p.owd_us {
+        Some(o) => (o - base_owd_us) / 1e6,
+        None => p.srtt.map_or(0.0, |s| s.as_secs_f64() / 2.0),
+    };
+    wait + (queued + bytes as f64) * 8.0 / bw + owd
 }
 
 impl Scheduler for EarliestArrival {
@@ -192,8 +155,11 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     // A down path (silent, see `path::Liveness`) gets only what the
     // live ones cannot carry in time.
     let live = || paths().filter(|p| !p.suspect);
-    let frame = DelayFrame::of(live());
-    let est = |p: &PathView| arrival_secs(p, ctx.now, ctx.packet_bytes, frame);
+    let base = live()
+        .filter_map(|p| p.owd_us)
+        .fold(f64::INFINITY, f64::min);
+    let base = if base.is_finite() { base } else { 0.0 };
+    let est = |p: &PathView| arrival_secs(p, ctx.now, ctx.packet_bytes, base);
     let best_open = live()
         .filter(|p| p.can_send)
         .map(|p| (est(p), p.index))
@@ -299,55 +265,18 @@ mod tests {
             stalled: false,
         };
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        let floors = DelayFrame::Floors { base_us: 10_000.0 };
         // Pacing wait 1 ms + (10,000 + 1,000) bytes at 1 MB/s (11 ms) + one-way
         // delay 5 ms above the base.
-        let t = arrival_secs(&p, now, 1_000, floors);
+        let t = arrival_secs(&p, now, 1_000, 10_000.0);
         assert!(close(t, 0.017), "{t}");
         // Window full: wait for 30,000 + 1,000 - 25,000 bytes to drain (6 ms).
         p.cwnd_open = false;
-        let t = arrival_secs(&p, now, 1_000, floors);
+        let t = arrival_secs(&p, now, 1_000, 10_000.0);
         assert!(close(t, 0.022), "{t}");
         // No one-way delay yet: half the smoothed RTT (15 ms) stands in.
         p.cwnd_open = true;
         p.owd_us = None;
-        let t = arrival_secs(&p, now, 1_000, floors);
+        let t = arrival_secs(&p, now, 1_000, 10_000.0);
         assert!(close(t, 0.027), "{t}");
-        // Half least round trips compared (10 ms): the floor is not used
-        // even if known.
-        p.owd_us = Some(15_000.0);
-        let t = arrival_secs(&p, now, 1_000, DelayFrame::HalfMinRtt);
-        assert!(close(t, 0.022), "{t}");
-    }
-
-    #[test]
-    fn delays_are_compared_by_floors_only_when_every_live_path_has_one() {
-        let path = |owd_us: Option<f64>, srtt_ms: Option<u64>| PathView {
-            index: 0,
-            cwnd_open: true,
-            can_send: true,
-            ready_at: Instant::ZERO,
-            cwnd_bytes: 30_000,
-            in_flight_bytes: 0,
-            srtt: srtt_ms.map(Duration::from_millis),
-            min_rtt: srtt_ms.map(Duration::from_millis),
-            owd_us,
-            queueing: Duration::ZERO,
-            bandwidth_bps: Some(10e6),
-            kalman_bps: Some(10e6),
-            cost: 1.0,
-            overflow: false,
-            suspect: false,
-            stalled: false,
-        };
-        let frame = |v: &[PathView]| DelayFrame::of(v.iter());
-        let both = [path(Some(7_000.0), Some(10)), path(Some(52_000.0), None)];
-        assert_eq!(frame(&both), DelayFrame::Floors { base_us: 7_000.0 });
-        let one = [path(None, Some(10)), path(Some(52_000.0), Some(100))];
-        assert_eq!(frame(&one), DelayFrame::HalfMinRtt);
-        // A path known by neither: as before, floors where there are any.
-        let unknown = [path(None, None), path(Some(52_000.0), Some(100))];
-        assert_eq!(frame(&unknown), DelayFrame::Floors { base_us: 52_000.0 });
-        assert_eq!(frame(&[]), DelayFrame::Floors { base_us: 0.0 });
     }
 }

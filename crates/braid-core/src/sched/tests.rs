@@ -585,40 +585,6 @@ fn earliest_arrival_tries_a_path_priced_only_by_light_samples_while_a_backlog_wa
 }
 
 #[test]
-fn earliest_arrival_sends_light_traffic_to_the_nearer_path_before_data_has_measured_both() {
-    let mut s = build("earliest-arrival", &infos(2)).unwrap();
-    // A fresh tunnel: both paths measured by trains (the far one marginally
-    // faster) and by probes (10 and 100 ms round trips), neither by data.
-    let near = PathView {
-        owd_us: None,
-        srtt: Some(Duration::from_millis(10)),
-        min_rtt: Some(Duration::from_millis(10)),
-        bandwidth_bps: Some(9.99e6),
-        kalman_bps: Some(9.99e6),
-        ..view(0)
-    };
-    let far = PathView {
-        owd_us: None,
-        srtt: Some(Duration::from_millis(100)),
-        min_rtt: Some(Duration::from_millis(100)),
-        bandwidth_bps: Some(10.01e6),
-        kalman_bps: Some(10.01e6),
-        ..view(1)
-    };
-    let mut paths = [near, far];
-    assert_eq!(s.pick(&ctx(&paths, 100)), Decision::Send(PathSet::one(0)));
-    // Only the far path has carried data (a floor of its own, so the
-    // smallest): the near one is still the nearer.
-    paths[1].owd_us = Some(52_000.0);
-    assert_eq!(s.pick(&ctx(&paths, 100)), Decision::Send(PathSet::one(0)));
-    // With floors on both, they decide.
-    paths[0].owd_us = Some(7_000.0);
-    assert_eq!(s.pick(&ctx(&paths, 100)), Decision::Send(PathSet::one(0)));
-    paths[0].owd_us = Some(60_000.0);
-    assert_eq!(s.pick(&ctx(&paths, 100)), Decision::Send(PathSet::one(1)));
-}
-
-#[test]
 fn earliest_arrival_last_resort_leaves_the_live_paths_what_they_can_send_in_time() {
     let mut s = build("earliest-arrival", &infos(2)).unwrap();
     // The live path (10 Mbit/s) is paced shut; the other is down but open.

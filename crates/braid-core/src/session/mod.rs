@@ -106,11 +106,6 @@ use hello::{HelloError, Initiation};
 
 /// Default probe interval (see the module documentation for the budget).
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(65);
-/// How long a probe waits for its answer to measure the path's round
-/// trip: later probes go out meanwhile (on a path longer than the probe
-/// interval, every round trip) and do not take its place, or no answer
-/// would ever match the probe last sent.
-const PROBE_ANSWER_WAIT: Duration = Duration::from_secs(2);
 /// Default silence after which a path is marked down.
 pub const PATH_DOWN_AFTER: Duration = Duration::from_millis(250);
 /// How long after a client's probe says it hears nothing on a path that
@@ -881,7 +876,6 @@ impl Session {
                     if sent_seq == seq {
                         p.probe_rtt = Some(now - at);
                         p.probe_sent = None;
-                        self.sender.seed_path_rtt(usize::from(path), now - at);
                     }
                 }
                 Ok(())
@@ -1199,21 +1193,10 @@ impl Session {
             .flatten()
     }
 
-    /// When this end next probes `p` (only with keys). A client probes
-    /// every path to keep it open and to hear that it is alive; a server
-    /// only until one probe has told it how far away the path is, which
-    /// its scheduler needs before data has measured it (without it a
-    /// fresh session's first replies went to any path).
+    /// When a client next probes `p` (only with keys).
     fn probe_due(&self, p: &Path) -> Option<Instant> {
-        if self.keys.current.is_none() || p.link_lost {
+        if !matches!(self.role, Role::Client(_)) || self.keys.current.is_none() || p.link_lost {
             return None;
-        }
-        if !matches!(self.role, Role::Client(_)) {
-            let wanted = p.state == PathState::Up && p.remote.is_some() && p.probe_rtt.is_none();
-            return wanted.then(|| {
-                p.last_probe
-                    .map_or(self.last_now, |t| t + self.config.probe_interval)
-            });
         }
         if p.probe_now {
             return Some(self.last_now);
@@ -1310,8 +1293,7 @@ impl Session {
         }
         for i in 0..self.paths.len() {
             if self.probe_due(&self.paths[i]).is_some_and(|t| t <= now) {
-                let client = matches!(self.role, Role::Client(_));
-                let flag = if client && self.return_silent(i, now) {
+                let flag = if self.return_silent(i, now) {
                     PROBE_RETURN_SILENT
                 } else {
                     0
@@ -1321,11 +1303,7 @@ impl Session {
                 p.last_probe = Some(now);
                 p.probe_seq = p.probe_seq.wrapping_add(1) & !PROBE_RETURN_SILENT;
                 let seq = p.probe_seq | flag;
-                if p.probe_sent
-                    .is_none_or(|(_, at)| now - at >= PROBE_ANSWER_WAIT)
-                {
-                    p.probe_sent = Some((seq, now));
-                }
+                p.probe_sent = Some((seq, now));
                 p.probes_sent += 1;
                 self.control_out.push_back(Control::Probe {
                     kind: frame::PROBE,

@@ -852,37 +852,6 @@ fn probes_measure_each_paths_round_trip_before_any_data() {
     }
 }
 
-/// On a fresh session whose paths trains have measured equally fast,
-/// light traffic both ways takes the nearer path before any data has
-/// measured either: the probes' round trips tell the two apart (the
-/// server probes each path once for this). It once went to the first
-/// path listed, here the far one.
-#[test]
-fn light_traffic_on_a_fresh_session_takes_the_nearer_path_both_ways() {
-    let mut pair = Pair::new(&[50, 5]);
-    for link in &mut pair.links {
-        link.rate_bps = Some(10e6);
-    }
-    pair.run_for(ms(1000));
-    assert!(pair.client.is_connected(), "client handshake");
-    for i in 0..5 {
-        let before = (pair.server_got.len(), pair.client_got.len());
-        pair.client.send(pair.now, tagged(0, i)).unwrap();
-        pair.server
-            .send(pair.now, pair.peer(), tagged(1, i))
-            .unwrap();
-        // The near path's 5 ms and the packet's time on the link, not the
-        // far path's 50.
-        pair.run_for(ms(10));
-        assert_eq!(
-            (pair.server_got.len(), pair.client_got.len()),
-            (before.0 + 1, before.1 + 1),
-            "packet {i} not there after 10 ms"
-        );
-        pair.run_for(ms(200));
-    }
-}
-
 /// A path made overflow at run time (earliest-arrival) carries none of a
 /// light load the primary path takes alone, though it is the quicker one;
 /// made primary again, it carries most of it (it is the quicker one).
