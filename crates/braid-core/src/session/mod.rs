@@ -106,6 +106,11 @@ use hello::{HelloError, Initiation};
 
 /// Default probe interval (see the module documentation for the budget).
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(65);
+/// How long a probe waits for its answer to measure the path's round
+/// trip: later probes go out meanwhile (on a path longer than the probe
+/// interval, every round trip) and do not take its place, or no answer
+/// would ever match the probe last sent.
+const PROBE_ANSWER_WAIT: Duration = Duration::from_secs(2);
 /// Default silence after which a path is marked down.
 pub const PATH_DOWN_AFTER: Duration = Duration::from_millis(250);
 /// How long after a client's probe says it hears nothing on a path that
@@ -1303,7 +1308,11 @@ impl Session {
                 p.last_probe = Some(now);
                 p.probe_seq = p.probe_seq.wrapping_add(1) & !PROBE_RETURN_SILENT;
                 let seq = p.probe_seq | flag;
-                p.probe_sent = Some((seq, now));
+                if p.probe_sent
+                    .is_none_or(|(_, at)| now - at >= PROBE_ANSWER_WAIT)
+                {
+                    p.probe_sent = Some((seq, now));
+                }
                 p.probes_sent += 1;
                 self.control_out.push_back(Control::Probe {
                     kind: frame::PROBE,

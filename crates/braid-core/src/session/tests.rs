@@ -842,11 +842,15 @@ fn a_path_demoted_at_run_time_stops_carrying_data_both_ways_until_restored() {
 /// one-way delay here (the server answers a probe at once).
 #[test]
 fn probes_measure_each_paths_round_trip_before_any_data() {
-    let mut pair = connected(&[10, 30]);
+    // The third path's round trip (200 ms) is three probe intervals: later
+    // probes leave before the answer to the first comes, and its answer
+    // must still be matched (it once never was, and the path showed no
+    // round trip until data measured one).
+    let mut pair = connected(&[10, 30, 100]);
     pair.run_for(ms(300));
     let stats = pair.client.stats(pair.now);
     let rtts: Vec<_> = stats.paths.iter().map(|p| p.rtt).collect();
-    assert_eq!(rtts, [Some(ms(20)), Some(ms(60))]);
+    assert_eq!(rtts, [Some(ms(20)), Some(ms(60)), Some(ms(200))]);
     for p in &stats.paths {
         assert!(p.probes_sent >= 3, "{}: {} probes", p.name, p.probes_sent);
     }
