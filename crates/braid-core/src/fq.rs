@@ -9,7 +9,9 @@
 //! first (a sparse flow's packet leaves almost at once), and each bucket
 //! drops from its head by CoDel (RFC 8289) when its packets' sojourn time
 //! stays above `target` for an `interval`, which is what tells a TCP sender
-//! to slow down before the queue is a full round trip deep.
+//! to slow down before the queue is a full round trip deep. With
+//! `mark_ecn` (the payloads are IP packets) CoDel marks an ECN-capable
+//! packet Congestion Experienced instead of dropping it (see [`crate::ecn`]).
 //!
 //! Memory is bounded by `max_bytes`; when it is exceeded the head of the
 //! longest bucket is dropped (RFC 8290 section 4.1), which costs a scan of
@@ -36,6 +38,9 @@ pub struct FqConfig {
     pub interval: Duration,
     /// Bytes of payload held at most, over all buckets.
     pub max_bytes: usize,
+    /// The payloads are IP packets: CoDel marks ECN-capable ones instead of
+    /// dropping them (RFC 8290 section 4.2, as Linux's fq_codel does).
+    pub mark_ecn: bool,
 }
 
 impl Default for FqConfig {
@@ -46,6 +51,7 @@ impl Default for FqConfig {
             target: Duration::from_millis(5),
             interval: Duration::from_millis(100),
             max_bytes: 8 << 20,
+            mark_ecn: false,
         }
     }
 }
@@ -88,6 +94,8 @@ struct Bucket {
 pub struct FqCounters {
     /// Dropped by CoDel for standing too long.
     pub codel_drops: u64,
+    /// Marked Congestion Experienced by CoDel where it would have dropped.
+    pub codel_marks: u64,
     /// Dropped from the longest bucket because the queue was full.
     pub overflow_drops: u64,
 }
@@ -302,10 +310,13 @@ impl FlowQueue {
         if self.buckets[b].codel.dropping {
             let mut ok_to_drop = ok_to_drop;
             while ok_to_drop && now >= self.buckets[b].codel.drop_next {
-                self.counters.codel_drops += 1;
                 let codel = &mut self.buckets[b].codel;
                 codel.count += 1;
                 codel.drop_next = control_law(codel.drop_next, interval, codel.count);
+                if self.mark(&mut e) {
+                    break;
+                }
+                self.counters.codel_drops += 1;
                 e = self.pop_entry(b)?;
                 ok_to_drop = self.sojourn_check(b, &e, now, target, interval);
             }
@@ -313,8 +324,10 @@ impl FlowQueue {
                 self.buckets[b].codel.dropping = false;
             }
         } else if ok_to_drop {
-            self.counters.codel_drops += 1;
-            e = self.pop_entry(b)?;
+            if !self.mark(&mut e) {
+                self.counters.codel_drops += 1;
+                e = self.pop_entry(b)?;
+            }
             let codel = &mut self.buckets[b].codel;
             codel.dropping = true;
             // A dropping state that ended recently resumes near its rate.
@@ -328,6 +341,15 @@ impl FlowQueue {
             codel.last_count = codel.count;
         }
         Some(e)
+    }
+
+    /// Marks `e` Congestion Experienced where CoDel would drop it, if the
+    /// queue marks and the packet asked for ECN; returns whether it did.
+    fn mark(&mut self, e: &mut Entry) -> bool {
+        let marked =
+            self.config.mark_ecn && crate::ecn::mark_congestion_experienced(&mut e.payload);
+        self.counters.codel_marks += u64::from(marked);
+        marked
     }
 
     /// Whether `e`, just taken from bucket `b`, may be dropped: its sojourn
@@ -530,6 +552,68 @@ mod tests {
             }
         }
         assert_eq!(q.counters.codel_drops, 0);
+    }
+
+    /// A 1000-byte IPv4 packet with ECN field `ecn` (checksum left zero:
+    /// the ecn module's tests check its update).
+    fn ip_packet(ecn: u8, n: u32) -> Vec<u8> {
+        let mut p = vec![0u8; 1000];
+        p[0] = 0x45;
+        p[1] = ecn;
+        p[20..24].copy_from_slice(&n.to_be_bytes());
+        p
+    }
+
+    /// The overload of `codel_drops_a_standing_queue_and_not_a_short_one`
+    /// (1.02 arrivals per service), 10 s of it; returns the packets served.
+    fn overload(q: &mut FlowQueue, ecn: u8) -> Vec<Vec<u8>> {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let mut served = Vec::new();
+        let mut n = 0;
+        for ms_ in 0..10_000u64 {
+            let now = t0 + ms(ms_);
+            for _ in 0..if ms_ % 50 == 0 { 2 } else { 1 } {
+                q.enqueue(now, 1, ip_packet(ecn, n));
+                n += 1;
+            }
+            served.push(q.dequeue(now).unwrap().payload);
+        }
+        served
+    }
+
+    #[test]
+    fn codel_marks_ecn_capable_packets_where_it_would_drop_them() {
+        let marking = FqConfig {
+            mark_ecn: true,
+            ..FqConfig::default()
+        };
+        // Not-ECT packets are dropped as without marking, none marked.
+        let mut plain = FlowQueue::new(FqConfig::default());
+        overload(&mut plain, 0b00);
+        let mut q = FlowQueue::new(marking);
+        let served = overload(&mut q, 0b00);
+        assert!(plain.counters.codel_drops > 0);
+        assert_eq!(q.counters, plain.counters);
+        assert!(served.iter().all(|p| p[1] == 0b00));
+        // ECT(0) packets: marked instead, none dropped, none lost from the
+        // order (the arrivals do not slow down here, so the queue is left).
+        let mut q = FlowQueue::new(marking);
+        let served = overload(&mut q, 0b10);
+        assert_eq!(q.counters.codel_drops, 0);
+        let marked = served.iter().filter(|p| p[1] == 0b11).count() as u64;
+        assert!(marked > 0);
+        assert_eq!(marked, q.counters.codel_marks);
+        let numbers: Vec<u32> = served
+            .iter()
+            .map(|p| u32::from_be_bytes(p[20..24].try_into().unwrap()))
+            .collect();
+        assert!(numbers.iter().enumerate().all(|(i, &n)| n == i as u32));
+        // Not marking, the same packets are dropped and left unmarked.
+        let mut q = FlowQueue::new(FqConfig::default());
+        let served = overload(&mut q, 0b10);
+        assert!(q.counters.codel_drops > 0);
+        assert_eq!(q.counters.codel_marks, 0);
+        assert!(served.iter().all(|p| p[1] == 0b10));
     }
 
     #[test]

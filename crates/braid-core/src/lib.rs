@@ -15,6 +15,7 @@
 
 pub mod cc;
 pub mod crypto;
+pub mod ecn;
 pub mod fq;
 pub mod path;
 pub mod pool;

@@ -108,6 +108,9 @@ pub struct SenderCounters {
     pub dropped_stale: u64,
     /// Dropped by the flow queue's CoDel (a standing queue).
     pub dropped_codel: u64,
+    /// Marked Congestion Experienced by the flow queue's CoDel instead
+    /// (ECN-capable IP packets, `FqConfig::mark_ecn`).
+    pub marked_codel: u64,
     /// Dropped from the longest flow because the queue was full.
     pub dropped_overflow: u64,
     /// Dropped by the scheduler (no path could take it).
@@ -539,7 +542,7 @@ impl Sender {
     /// The flow queue's next datagram (`sparse`: only a sparse flow's that
     /// may go express), counting what CoDel dropped on the way.
     fn take_from_flows(&mut self, now: Instant, sparse: bool) -> Option<Dequeued> {
-        let before = self.flows.counters.codel_drops;
+        let before = self.flows.counters.clone();
         let d = if sparse {
             let (buckets, paths) = (&self.buckets, &self.paths);
             self.flows
@@ -547,7 +550,8 @@ impl Sender {
         } else {
             self.flows.dequeue(now)
         };
-        self.counters.dropped_codel += self.flows.counters.codel_drops - before;
+        self.counters.dropped_codel += self.flows.counters.codel_drops - before.codel_drops;
+        self.counters.marked_codel += self.flows.counters.codel_marks - before.codel_marks;
         d
     }
 
@@ -1956,20 +1960,35 @@ mod tests {
     }
 
     #[test]
-    fn codel_drops_in_the_flow_queue_are_counted() {
-        let mut s = one_path();
-        let t0 = Instant::from_nanos(1_000_000_000);
-        // A standing queue in the flow queue (put there directly: the
-        // window would take it otherwise). Its head waits past CoDel's
-        // target (25 ms) at the first dequeue, and for an interval (100
-        // ms) more at the second, which drops.
-        for _ in 0..100 {
-            s.flows.enqueue(t0, 1, vec![7; 1000]);
+    fn codel_drops_and_marks_in_the_flow_queue_are_counted() {
+        // An ECN-capable IPv4 packet (ECT(0)).
+        let mut ect = vec![7; 1000];
+        ect[..2].copy_from_slice(&[0x45, 0b10]);
+        for (mark_ecn, payload) in [(false, vec![7; 1000]), (false, ect.clone()), (true, ect)] {
+            let mut config = SenderConfig::new(two_paths("", ms(2000)).paths[..1].to_vec());
+            config.fq.mark_ecn = mark_ecn;
+            let mut s = Sender::new(config).unwrap();
+            let t0 = Instant::from_nanos(1_000_000_000);
+            // A standing queue in the flow queue (put there directly: the
+            // window would take it otherwise). Its head waits past CoDel's
+            // target (25 ms) at the first dequeue, and for an interval (100
+            // ms) more at the second, which drops or marks.
+            for _ in 0..100 {
+                s.flows.enqueue(t0, 1, payload.clone());
+            }
+            for (at, sparse) in [(200, false), (301, false), (302, true)] {
+                s.take_from_flows(t0 + ms(at), sparse);
+            }
+            let c = &s.counters;
+            let (acted, idle) = if mark_ecn {
+                (c.marked_codel, c.dropped_codel)
+            } else {
+                (c.dropped_codel, c.marked_codel)
+            };
+            assert!(acted > 0, "mark_ecn {mark_ecn}");
+            assert_eq!(idle, 0, "mark_ecn {mark_ecn}");
+            assert_eq!(c.dropped_codel, s.flows.counters.codel_drops);
+            assert_eq!(c.marked_codel, s.flows.counters.codel_marks);
         }
-        for (at, sparse) in [(200, false), (301, false), (302, true)] {
-            s.take_from_flows(t0 + ms(at), sparse);
-        }
-        assert!(s.counters.dropped_codel > 0);
-        assert_eq!(s.counters.dropped_codel, s.flows.counters.codel_drops);
     }
 }

@@ -187,7 +187,7 @@ fn session(out: &mut String, s: &Value) {
     let r = &s["reseq"];
     let _ = writeln!(
         out,
-        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped ({} more by CoDel), {} re-sent off a dead path, {} lost and re-sent ({} too late to re-send); drops {}",
+        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped ({} more by CoDel, {} ECN-marked instead), {} re-sent off a dead path, {} lost and re-sent ({} too late to re-send); drops {}",
         s["established"],
         r["held_packets"],
         r["held_bytes"],
@@ -200,6 +200,7 @@ fn session(out: &mut String, s: &Value) {
         s["send_queue_bytes"],
         s["send_dropped"],
         s["send_codel_dropped"].as_u64().unwrap_or(0),
+        s["send_codel_marked"].as_u64().unwrap_or(0),
         s["send_reinjected"].as_u64().unwrap_or(0),
         s["send_resent"].as_u64().unwrap_or(0),
         s["send_resend_stale"].as_u64().unwrap_or(0),

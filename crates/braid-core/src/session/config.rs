@@ -97,6 +97,10 @@ pub struct SessionConfig {
     pub max_queue_bytes: usize,
     /// Re-send what the paths lose (`SenderConfig::resend_losses`).
     pub resend_losses: bool,
+    /// The inner packets are IP packets (a tunnel): the send queue's CoDel
+    /// marks ECN-capable ones Congestion Experienced instead of dropping
+    /// them (`FqConfig::mark_ecn`). Off for anything else (a stream).
+    pub mark_ecn: bool,
     /// Largest inner packet [`super::Session::send`] accepts.
     pub tunnel_mtu: usize,
     /// Measure each path's rate with a packet train when it comes up with
@@ -139,6 +143,7 @@ impl Default for SessionConfig {
             reseq: ReseqConfig::default(),
             max_queue_bytes: 8 << 20,
             resend_losses: false,
+            mark_ecn: false,
             tunnel_mtu: tunnel_mtu(1500, true),
             path_trains: true,
             probe_interval: super::PROBE_INTERVAL,

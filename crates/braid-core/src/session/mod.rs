@@ -333,6 +333,7 @@ fn build_streams(
     sc.cc = config.cc;
     sc.max_queue_bytes = config.max_queue_bytes;
     sc.resend_losses = config.resend_losses;
+    sc.fq.mark_ecn = config.mark_ecn;
     let sender = Sender::new(sc).map_err(|e| ConfigError::Scheduler(e.to_string()))?;
     let mut rc = ReceiverConfig::new(paths.len());
     rc.reseq = config.reseq;
@@ -1467,6 +1468,7 @@ impl Session {
             send_resend_stale: c.resend_stale,
             send_express: c.sent_express,
             send_codel_dropped: c.dropped_codel,
+            send_codel_marked: c.marked_codel,
             drops: self.drops.clone(),
         }
     }

@@ -246,6 +246,9 @@ pub struct SessionStats {
     /// its target for an interval): the inner flows' congestion signal.
     /// Not in `send_dropped`, and unknown to the peer (they had no number).
     pub send_codel_dropped: u64,
+    /// ECN-capable inner packets CoDel marked Congestion Experienced
+    /// instead of dropping them (`SessionConfig::mark_ecn`).
+    pub send_codel_marked: u64,
     /// Sparse flows' datagrams sent ahead of lower numbers (express).
     pub send_express: u64,
     pub drops: DropCounters,

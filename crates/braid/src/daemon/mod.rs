@@ -41,14 +41,15 @@ pub fn default_tunnel_mtu() -> u16 {
 }
 
 /// Session settings both daemons share: the tunnel MTU, whether this end
-/// re-sends what its paths lose and measures them with packet trains, and
-/// the wall clock at the core's time zero (handshake timestamps must grow
-/// across restarts).
+/// re-sends what its paths lose and measures them with packet trains, ECN
+/// marks on the inner IP packets, and the wall clock at the core's time
+/// zero (handshake timestamps must grow across restarts).
 pub(crate) fn session_config(mtu: u16, resend_losses: bool, path_trains: bool) -> SessionConfig {
     SessionConfig {
         tunnel_mtu: usize::from(mtu),
         resend_losses,
         path_trains,
+        mark_ecn: true,
         wall_clock_at_epoch: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or(Duration::ZERO),
@@ -206,5 +207,14 @@ mod tests {
             tunnel_mtu_for_paths([u32::MAX], false),
             default_tunnel_mtu()
         );
+    }
+
+    #[test]
+    fn the_daemons_sessions_carry_ip_and_mark_ecn_instead_of_dropping() {
+        for (resend, trains) in [(true, true), (false, false)] {
+            let c = session_config(1414, resend, trains);
+            assert!(c.mark_ecn);
+            assert_eq!((c.resend_losses, c.path_trains), (resend, trains));
+        }
     }
 }

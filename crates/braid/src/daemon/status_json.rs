@@ -78,6 +78,7 @@ pub fn session(s: &SessionStats) -> Value {
         "send_resend_stale": s.send_resend_stale,
         "send_express": s.send_express,
         "send_codel_dropped": s.send_codel_dropped,
+        "send_codel_marked": s.send_codel_marked,
         "drops": drops,
     })
 }

@@ -161,6 +161,7 @@ struct SessionFamilies {
     send_queue: GaugeFamily,
     send_dropped: CounterFamily,
     send_codel_dropped: CounterFamily,
+    send_codel_marked: CounterFamily,
     send_reinjected: CounterFamily,
     send_resent: CounterFamily,
     send_resend_stale: CounterFamily,
@@ -262,6 +263,10 @@ impl SessionFamilies {
                 "braid_send_codel_dropped_packets",
                 "Inner packets the send queue's CoDel dropped (the inner flows' congestion signal)",
             ),
+            send_codel_marked: b.counter(
+                "braid_send_codel_marked_packets",
+                "ECN-capable inner packets the send queue's CoDel marked Congestion Experienced instead of dropping",
+            ),
             send_reinjected: b.counter(
                 "braid_send_reinjected_packets",
                 "Inner packets a path had in flight when it went down, sent again on another path",
@@ -331,6 +336,11 @@ impl SessionFamilies {
             &self.send_codel_dropped,
             base,
             s["send_codel_dropped"].as_u64(),
+        );
+        add(
+            &self.send_codel_marked,
+            base,
+            s["send_codel_marked"].as_u64(),
         );
         add(&self.send_reinjected, base, s["send_reinjected"].as_u64());
         add(&self.send_resent, base, s["send_resent"].as_u64());

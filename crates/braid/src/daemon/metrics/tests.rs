@@ -60,6 +60,7 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         send_resend_stale: 2,
         send_express: 0,
         send_codel_dropped: 4,
+        send_codel_marked: 12,
         drops: DropCounters::default(),
     });
     s["drops"] = json!({"authentication": 3, "replayed": 1});
@@ -128,6 +129,7 @@ fn a_client_document_renders_every_path_and_session_figure() {
         "braid_send_queue_bytes{} 3000",
         "braid_send_dropped_packets_total{} 5",
         "braid_send_codel_dropped_packets_total{} 4",
+        "braid_send_codel_marked_packets_total{} 12",
         "braid_send_reinjected_packets_total{} 6",
         "braid_send_resent_packets_total{} 8",
         "braid_send_resend_stale_packets_total{} 2",
