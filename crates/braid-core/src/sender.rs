@@ -606,11 +606,23 @@ impl Sender {
         wire_bytes(0) * self.queue.len() as u64 + self.queue_bytes as u64
     }
 
-    /// The spread of the paths' smoothed one-way delays, in seconds.
+    /// The paths whose estimates size the queue: the usable ones that are
+    /// not down, or all of them when none is. A path that is down carries
+    /// nothing, so the scheduling window need not hold its rate's worth of
+    /// lead, and what the window holds is a standing queue CoDel does not
+    /// see: through a blackout of an 8-Mbit/s path beside a 2-Mbit/s one
+    /// the window kept about 100 ms of FIFO queue in front of the survivor,
+    /// which only the stale-drop limit trimmed (lab, BENCHMARKS.md).
+    fn sizing_paths(&self) -> impl Iterator<Item = &PathSender> + Clone {
+        let live = |p: &&PathSender| self.usable.contains(usize::from(p.id)) && !p.is_suspect();
+        let any_live = self.paths.iter().any(|p| live(&p));
+        self.paths.iter().filter(move |p| !any_live || live(p))
+    }
+
+    /// The spread of the sizing paths' smoothed one-way delays, in seconds.
     fn owd_spread_secs(&self) -> f64 {
         let owds = self
-            .paths
-            .iter()
+            .sizing_paths()
             .filter(|p| p.owd.has_samples())
             .map(|p| p.owd.smoothed_us());
         let (lo, hi) = owds.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), o| {
@@ -628,19 +640,18 @@ impl Sender {
     fn compute_window_budget(&self) -> u64 {
         // Called on every acknowledgement: nothing collected.
         let estimated = || {
-            self.paths
-                .iter()
+            self.sizing_paths()
                 .filter(|p| p.owd.has_samples())
                 .filter_map(|p| Some((p.bandwidth_bps()?, p.owd.smoothed_us())))
         };
-        window_budget(estimated, self.paths.len())
+        window_budget(estimated, self.sizing_paths().count())
     }
 
-    /// CoDel's interval: a round trip of the slowest path, at least 100 ms.
+    /// CoDel's interval: a round trip of the slowest sizing path, at least
+    /// 100 ms.
     fn codel_interval(&self) -> Duration {
         let max_srtt = self
-            .paths
-            .iter()
+            .sizing_paths()
             .filter_map(|p| p.rtt.srtt())
             .max()
             .unwrap_or(Duration::ZERO);
@@ -655,8 +666,7 @@ impl Sender {
         // At least one round trip of the slowest path, as a bottleneck buffer
         // holds one bandwidth-delay product: rate probing moves in RTT steps.
         let max_srtt = self
-            .paths
-            .iter()
+            .sizing_paths()
             .filter_map(|p| p.rtt.srtt())
             .max()
             .unwrap_or(Duration::ZERO);
@@ -1333,6 +1343,37 @@ mod tests {
         assert_eq!(budget(&[(1e6, 10.0)], 3), 4 * full * 3);
         // Just above the floor, the rates decide.
         assert_eq!(budget(&[(20e6, 10.0)], 1), 12_500);
+    }
+
+    #[test]
+    fn a_path_out_of_use_does_not_size_the_queue() {
+        // 8 Mbit/s at 10 ms beside 2 Mbit/s at 40 ms, as the paths measured.
+        let mut config = two_paths("earliest-arrival", ms(0));
+        config.max_queue_delay = None;
+        let mut s = Sender::new(config).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for (i, (bps, owd_ms, rtt_ms)) in
+            [(8e6, 10u32, 24u64), (2e6, 40, 90)].into_iter().enumerate()
+        {
+            let p = &mut s.paths[i];
+            p.seed_rate(bps);
+            p.owd.on_sample(t0, 0, owd_ms * 1000);
+            p.rtt.on_sample(ms(rtt_ms));
+        }
+        // Both in use: the fast path's 30-ms lead (plus 5 ms of slack), a
+        // queue limit of 50 ms plus that spread, at least the slowest RTT.
+        let both = s.compute_window_budget();
+        assert_eq!(both, 35_000 + 1_250);
+        assert_eq!(s.compute_queue_delay_limit(), ms(90));
+        // The fast path out of use (cut, or taken out): the survivor's own
+        // floor of four datagrams; nothing held for a lead no path has.
+        s.set_usable_paths(t0, PathSet::one(1));
+        assert_eq!(s.compute_window_budget(), 4 * wire_bytes(MAX_DATAGRAM));
+        assert_eq!(s.owd_spread_secs(), 0.0);
+        assert_eq!(s.compute_queue_delay_limit(), ms(90));
+        // No path in use: the estimates of all (nothing better is known).
+        s.set_usable_paths(t0, PathSet::default());
+        assert_eq!(s.compute_window_budget(), both);
     }
 
     #[test]
