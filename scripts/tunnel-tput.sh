@@ -6,6 +6,7 @@
 #   scripts/tunnel-tput.sh "10mbit,10ms,loss=1% 10mbit,20ms"
 #   NO_RESEND=1 scripts/tunnel-tput.sh ...      # [tunnel] resend_losses = false
 #   IDLE=120 scripts/tunnel-tput.sh ...         # 120 s of idle tunnel before runs 2 and 3
+#   ECN=1 scripts/tunnel-tput.sh ...            # the inner TCP asks for ECN (client's net.ipv4.tcp_ecn=1)
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
 set -u
 command -v iperf3 >/dev/null || { echo "tunnel-tput.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
@@ -20,6 +21,7 @@ for set in "$@"; do
   args=()
   for p in $set; do args+=(--path "$p"); done
   $B lab up --name $L --tunnel "${FLAGS[@]}" "${args[@]}" >/dev/null 2>&1 || { echo "lab up failed for $set"; continue; }
+  [ -n "${ECN:-}" ] && $B lab exec --name $L client -- sysctl -qw net.ipv4.tcp_ecn=1
   sleep 1
   echo "${set// / + }$(tput_runs $L 10.77.0.1)"
   $B lab down --name $L >/dev/null 2>&1
