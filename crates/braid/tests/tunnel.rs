@@ -564,6 +564,7 @@ fn three_paths_carry_ipv6_and_udp_arrives_intact_and_in_order() {
         d
     };
     const COUNT: u32 = 400;
+    let start = std::time::Instant::now();
     let sending = std::thread::spawn(move || {
         for n in 0..COUNT {
             sender
@@ -571,18 +572,21 @@ fn three_paths_carry_ipv6_and_udp_arrives_intact_and_in_order() {
                 .unwrap();
             std::thread::sleep(Duration::from_millis(3));
         }
+        start.elapsed()
     });
     let mut got = Vec::new();
+    let mut last_at = Duration::ZERO;
     let mut buf = [0u8; 2048];
     while let Ok(len) = receiver.recv(&mut buf) {
         let n = u32::from_be_bytes(buf[..4].try_into().unwrap());
         assert_eq!(&buf[..len], datagram(n).as_slice(), "datagram {n} altered");
         got.push(n);
+        last_at = start.elapsed();
         if n == COUNT - 1 {
             break;
         }
     }
-    sending.join().unwrap();
+    let sent_in = sending.join().unwrap();
     // In order, except a datagram that arrived after the server's
     // resequencer had given up on its number (a hole timeout, which a
     // starved machine can bring early): delivered late by design, and
@@ -610,7 +614,8 @@ fn three_paths_carry_ipv6_and_udp_arrives_intact_and_in_order() {
     // paths, the server's resequencer, and which numbers came.
     assert!(
         got.len() as u32 >= COUNT * 95 / 100,
-        "{} of {COUNT} datagrams arrived: {got:?}\nclient: {}\nserver: {server}",
+        "{} of {COUNT} datagrams arrived (all sent after {sent_in:?}, the last received \
+         {last_at:?} after the first send): {got:?}\nclient: {}\nserver: {server}",
         got.len(),
         tunnel.status("client")
     );
