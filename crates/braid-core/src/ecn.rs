@@ -19,9 +19,10 @@ const CE: u8 = 0b11;
 /// short to be an IP packet or of another IP version.
 pub fn mark_congestion_experienced(packet: &mut [u8]) -> bool {
     match packet.first().map(|b| b >> 4) {
+        // Marking a packet already marked changes nothing, its checksum
+        // included.
         Some(4) if packet.len() >= 20 => match packet[1] & ECN_MASK {
             0 => false,
-            CE => true,
             _ => {
                 let before = u16::from_be_bytes([packet[0], packet[1]]);
                 packet[1] |= CE;
@@ -48,10 +49,11 @@ pub fn mark_congestion_experienced(packet: &mut [u8]) -> bool {
 /// An Internet checksum after one of the 16-bit words it covers changed
 /// from `before` to `after` (RFC 1624, equation 3).
 fn updated_checksum(checksum: u16, before: u16, after: u16) -> u16 {
-    let mut sum = u32::from(!checksum) + u32::from(!before) + u32::from(after);
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
+    let sum = u32::from(!checksum) + u32::from(!before) + u32::from(after);
+    // Three 16-bit terms sum to under 0x30000: two folds of the carry
+    // bring any such sum under 0x10000.
+    let sum = (sum & 0xffff) + (sum >> 16);
+    let sum = (sum & 0xffff) + (sum >> 16);
     !(sum as u16)
 }
 
@@ -124,6 +126,17 @@ mod tests {
                 assert_eq!(carried, header_checksum(&p[..20]), "tos {tos:#x}");
             }
         }
+    }
+
+    #[test]
+    fn the_checksum_update_carries_twice_when_it_must() {
+        // Words summing to 0xffff (checksum 0); one word goes from 0 to 1:
+        // the sum becomes 0x10000, whose carry folds back to 1.
+        assert_eq!(updated_checksum(0x0000, 0x0000, 0x0001), 0xfffe);
+        // The largest terms: 0xffff * 2 + 0xfffe folds to 0xfffe + 2.
+        assert_eq!(updated_checksum(0x0000, 0x0000, 0xfffe), 0x0001);
+        // No change, no change.
+        assert_eq!(updated_checksum(0x1234, 0xbeef, 0xbeef), 0x1234);
     }
 
     #[test]
