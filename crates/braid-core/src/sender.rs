@@ -614,9 +614,19 @@ impl Sender {
     /// the window kept about 100 ms of FIFO queue in front of the survivor,
     /// which only the stale-drop limit trimmed (lab, BENCHMARKS.md).
     fn sizing_paths(&self) -> impl Iterator<Item = &PathSender> + Clone {
-        let live = |p: &&PathSender| self.usable.contains(usize::from(p.id)) && !p.is_suspect();
-        let any_live = self.paths.iter().any(|p| live(&p));
-        self.paths.iter().filter(move |p| !any_live || live(p))
+        let live = self.live_paths();
+        self.paths
+            .iter()
+            .filter(move |p| live.is_empty() || live.contains(usize::from(p.id)))
+    }
+
+    /// The largest smoothed round trip among the sizing paths (zero before
+    /// any is measured).
+    fn slowest_srtt(&self) -> Duration {
+        self.sizing_paths()
+            .filter_map(|p| p.rtt.srtt())
+            .max()
+            .unwrap_or(Duration::ZERO)
     }
 
     /// The spread of the sizing paths' smoothed one-way delays, in seconds.
@@ -650,12 +660,8 @@ impl Sender {
     /// CoDel's interval: a round trip of the slowest sizing path, at least
     /// 100 ms.
     fn codel_interval(&self) -> Duration {
-        let max_srtt = self
-            .sizing_paths()
-            .filter_map(|p| p.rtt.srtt())
-            .max()
-            .unwrap_or(Duration::ZERO);
-        max_srtt.clamp(MIN_CODEL_INTERVAL, Duration::from_secs(1))
+        self.slowest_srtt()
+            .clamp(MIN_CODEL_INTERVAL, Duration::from_secs(1))
     }
 
     fn compute_queue_delay_limit(&self) -> Duration {
@@ -665,13 +671,8 @@ impl Sender {
         let spread = self.owd_spread_secs();
         // At least one round trip of the slowest path, as a bottleneck buffer
         // holds one bandwidth-delay product: rate probing moves in RTT steps.
-        let max_srtt = self
-            .sizing_paths()
-            .filter_map(|p| p.rtt.srtt())
-            .max()
-            .unwrap_or(Duration::ZERO);
         (Duration::from_millis(50) + Duration::from_secs_f64(spread))
-            .max(max_srtt.min(Duration::from_secs(1)))
+            .max(self.slowest_srtt().min(Duration::from_secs(1)))
     }
 
     fn drop_stale(&mut self, now: Instant) {
@@ -841,12 +842,11 @@ impl Sender {
         if self.skip_notice_due().is_none_or(|due| due > now) {
             return;
         }
+        let live = self.live_paths();
         let path = self
             .paths
             .iter()
-            .filter(|p| {
-                self.usable.contains(usize::from(p.id)) && !p.is_suspect() && p.owd.has_samples()
-            })
+            .filter(|p| live.contains(usize::from(p.id)) && p.owd.has_samples())
             .min_by(|a, b| a.owd.smoothed_us().total_cmp(&b.owd.smoothed_us()))
             .or(self.paths.first())
             .map_or(0, |p| p.id);
