@@ -103,6 +103,18 @@ pub struct Bbr {
     min_rtt: Option<Duration>,
     min_rtt_stamp: Instant,
     round: u64,
+    /// The clock of `max_bw`'s window: every round until the path has
+    /// carried load, then only rounds that begin with a full-load sample.
+    /// Once load has shown the path's rate, light traffic neither ages nor
+    /// expires it (as Linux's BBR keeps its model through app-limited
+    /// periods): ten rounds of pings between two transfers otherwise
+    /// expired a 20-Mbit/s path's rate, the first samples of the next
+    /// transfer's slow start became the estimate, and ProbeBW's quarter
+    /// per probe held the inner TCP to 3.5-5 Mbit/s for its 10 s (lab,
+    /// BENCHMARKS.md, "Light traffic between two transfers"). Before
+    /// that, light samples expire as any: a seed, or a start-up that
+    /// light traffic ended, is not where the model stays.
+    bw_round: u64,
     next_round_delivered: u64,
     full_bw: f64,
     full_bw_rounds: u32,
@@ -141,6 +153,7 @@ impl Bbr {
             min_rtt: None,
             min_rtt_stamp: Instant::ZERO,
             round: 0,
+            bw_round: 0,
             next_round_delivered: 0,
             full_bw: 0.0,
             full_bw_rounds: 0,
@@ -279,6 +292,11 @@ impl Bbr {
         self.seed_bps = None;
     }
 
+    /// Some sample has shown the path under full load.
+    fn loaded_once(&self) -> bool {
+        self.full_load_round > 0
+    }
+
     /// Start-up again, looking for the path's rate from the current estimate.
     fn restart_startup(&mut self) {
         self.mode = Mode::Startup;
@@ -311,29 +329,33 @@ impl Controller for Bbr {
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample) {
+        let full_load = !ack.app_limited && !ack.underused;
         let round_start = ack.prior_delivered >= self.next_round_delivered;
         if round_start {
             self.next_round_delivered = ack.delivered;
             self.round += 1;
+            if full_load || !self.loaded_once() {
+                self.bw_round += 1;
+            }
         }
         if let Some(rate) = ack.delivery_rate_bps {
-            if !ack.app_limited && !ack.underused {
+            if full_load {
                 self.on_full_load();
             }
             // App-limited samples understate the path: use them only to
-            // raise. Nor do they, or a path's underused ones, let a seed
-            // expire: until the path carries load, the seed is all that is
-            // known of its rate. Expired by ten rounds of them, a 20-Mbit/s
-            // path's seed gave way to the first 100 ms of an inner TCP's
-            // slow start, whose trickle then priced the path (80 kbit/s, a
-            // 4-packet window, each packet sent with nothing in flight, so
-            // never a full-load sample) and left it nearly unused for the
-            // transfer (the lab's data-cap test, one run in four).
+            // raise. So do a seeded path's underused ones: until the path
+            // carries load, the seed is all that is known of its rate. A
+            // 20-Mbit/s path's seed otherwise gave way to the first 100 ms
+            // of an inner TCP's slow start, whose trickle then priced the
+            // path (80 kbit/s, a 4-packet window, each packet sent with
+            // nothing in flight, so never a full-load sample) and left it
+            // nearly unused for the transfer (the lab's data-cap test, one
+            // run in four).
             let light = ack.app_limited || (self.seed_bps.is_some() && ack.underused);
             if !light || self.max_bw.get().is_none_or(|m| rate > m) {
-                self.max_bw.update(self.round, rate);
-            } else if self.seed_bps.is_none() {
-                self.max_bw.expire(self.round);
+                self.max_bw.update(self.bw_round, rate);
+            } else if self.seed_bps.is_none() && !self.loaded_once() {
+                self.max_bw.expire(self.bw_round);
             }
         }
         if let Some(rtt) = ack.rtt {
@@ -432,7 +454,7 @@ impl Controller for Bbr {
         if self.full_load_round > 0 || self.seed_bps.is_some() || bps.is_nan() || bps <= 0.0 {
             return false;
         }
-        self.max_bw.update(self.round, bps);
+        self.max_bw.update(self.bw_round, bps);
         self.full_bw = bps;
         self.mode = Mode::ProbeBw;
         self.cycle_index = 2;
@@ -873,11 +895,20 @@ mod tests {
         assert_eq!(loaded.mode, Mode::ProbeBw);
         light_rounds(&mut loaded, &mut now, &mut delivered, (1e6, 30), true);
         assert_eq!(loaded.mode, Mode::ProbeBw);
+        // Nor do the light traffic and the first sample of the load after
+        // it (a slow start's trickle) take the place of the rate load found.
+        assert_eq!(loaded.bandwidth_bps(None), Some(10e6));
+        // Ten rounds under load at a lower rate do.
+        light_rounds(&mut loaded, &mut now, &mut delivered, (4e6, 0), true);
+        for _ in 0..BW_WINDOW_ROUNDS {
+            light_rounds(&mut loaded, &mut now, &mut delivered, (4e6, 0), true);
+        }
+        assert_eq!(loaded.bandwidth_bps(None), Some(4e6));
     }
 
-    /// Another path went down: a path that has lately carried only light
-    /// traffic, under start-up's floor of ten packets per round trip,
-    /// starts up again; one loaded lately, or whose light traffic ran above
+    /// Another path went down: a path that has carried only light traffic,
+    /// under start-up's floor of ten packets per round trip, starts up
+    /// again; one that has carried load, or whose light traffic ran above
     /// that floor, keeps its model.
     #[test]
     fn a_load_shift_restarts_only_a_path_that_lately_knew_light_traffic() {
@@ -891,10 +922,25 @@ mod tests {
         was_loaded.on_load_shift();
         assert_eq!(was_loaded.mode, Mode::ProbeBw, "loaded lately");
         light_rounds(&mut was_loaded, &mut now, &mut delivered, (1e6, 30), false);
-        assert_eq!(was_loaded.bandwidth_bps(None), Some(1e6));
+        assert_eq!(was_loaded.bandwidth_bps(None), Some(10e6));
         was_loaded.on_load_shift();
-        assert_eq!(was_loaded.mode, Mode::Startup);
-        assert_eq!(was_loaded.pacing_gain(), STARTUP_GAIN);
+        assert_eq!(was_loaded.mode, Mode::ProbeBw, "its rate is known");
+
+        // Never loaded: its estimate is the light traffic's.
+        let mut never_loaded = Bbr::new();
+        let (mut now, mut delivered) = (Instant::from_nanos(0), 0);
+        light_rounds(
+            &mut never_loaded,
+            &mut now,
+            &mut delivered,
+            (1e6, 30),
+            false,
+        );
+        assert_eq!(never_loaded.mode, Mode::ProbeBw);
+        assert_eq!(never_loaded.bandwidth_bps(None), Some(1e6));
+        never_loaded.on_load_shift();
+        assert_eq!(never_loaded.mode, Mode::Startup);
+        assert_eq!(never_loaded.pacing_gain(), STARTUP_GAIN);
 
         // A path loaded at 1 Mbit/s: under the floor, but its estimate is
         // its rate.
@@ -1074,7 +1120,7 @@ mod tests {
         let mut c = Bbr::new();
         c.mode = Mode::ProbeBw;
         c.min_rtt = Some(Duration::from_millis(10));
-        c.max_bw.update(c.round, bw);
+        c.max_bw.update(c.bw_round, bw);
         c
     }
 

@@ -17,11 +17,18 @@ impl WindowedMax {
         }
     }
 
+    /// Takes `value` in `round`, which is never below the last round given.
+    /// A value below one already taken in the same round expires with it
+    /// and can never be the maximum, so it is not kept: the deque holds at
+    /// most one entry per round of the window, however many values a round
+    /// brings (a controller's clock may stand still for many samples).
     pub fn update(&mut self, round: u64, value: f64) {
         while self.entries.back().is_some_and(|&(_, v)| v <= value) {
             self.entries.pop_back();
         }
-        self.entries.push_back((round, value));
+        if self.entries.back().is_none_or(|&(r, _)| r != round) {
+            self.entries.push_back((round, value));
+        }
         self.expire(round);
     }
 
@@ -55,5 +62,22 @@ mod tests {
         assert_eq!(w.get(), Some(4.0));
         w.expire(6);
         assert_eq!(w.get(), None);
+    }
+
+    #[test]
+    fn one_entry_per_round_however_many_values_it_brings() {
+        let mut w = WindowedMax::new(3);
+        for i in 0..1000 {
+            w.update(7, 1000.0 - f64::from(i));
+        }
+        assert_eq!(w.entries.len(), 1);
+        assert_eq!(w.get(), Some(1000.0));
+        w.update(8, 2.0);
+        w.update(8, 1.0);
+        assert_eq!(w.entries.len(), 2);
+        w.update(10, 0.5);
+        assert_eq!(w.get(), Some(2.0));
+        w.update(11, 0.5);
+        assert_eq!(w.get(), Some(0.5));
     }
 }
