@@ -5,17 +5,18 @@
 # The four sets of issue 9 (each a space-separated list of path SPECs).
 TPUT_SETS=("8mbit,10ms 2mbit,40ms" "10mbit,5ms 10mbit,50ms" "64mbit,6500us 60mbit,12500us" "64mbit,6500us 60mbit,22500us")
 
-# Three 10-s CUBIC uploads from the client of lab $1 to address $2, each
-# command run under the words after them (say, `mptcpize run`), IDLE
-# seconds apart (0 by default); prints " | SENDER (RECEIVER) rtx N" per run.
+# Three CUBIC uploads of DURATION seconds (10 by default) from the client of
+# lab $1 to address $2, each command run under the words after them (say,
+# `mptcpize run`), IDLE seconds apart (0 by default); prints
+# " | SENDER (RECEIVER) rtx N" per run.
 tput_runs() {
-  local lab=$1 addr=$2 run res
+  local lab=$1 addr=$2 run res t=${DURATION:-10}
   shift 2
   for run in 1 2 3; do
     [ "$run" -gt 1 ] && sleep "${IDLE:-0}"
-    timeout 20 "$B" lab exec --name "$lab" server -- "$@" iperf3 -s -1 -B "$addr" >/dev/null 2>&1 &
+    timeout $((t + 10)) "$B" lab exec --name "$lab" server -- "$@" iperf3 -s -1 -B "$addr" >/dev/null 2>&1 &
     sleep 0.5
-    res=$(timeout 25 "$B" lab exec --name "$lab" client -- "$@" iperf3 -c "$addr" -C cubic -t 10 -J 2>/dev/null | python3 -c "
+    res=$(timeout $((t + 15)) "$B" lab exec --name "$lab" client -- "$@" iperf3 -c "$addr" -C cubic -t "$t" -J 2>/dev/null | python3 -c "
 import json,sys; e=json.load(sys.stdin)['end']
 print(f\"{e['sum_sent']['bits_per_second']/1e6:.2f} ({e['sum_received']['bits_per_second']/1e6:.2f}) rtx {e['sum_sent'].get('retransmits')}\")")
     wait
