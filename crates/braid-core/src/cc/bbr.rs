@@ -104,7 +104,8 @@ pub struct Bbr {
     min_rtt_stamp: Instant,
     round: u64,
     /// The clock of `max_bw`'s window: every round until the path has
-    /// carried load, then only rounds that begin with a full-load sample.
+    /// carried load, then only rounds that do not begin with an
+    /// app-limited sample (underused ones count: data waited).
     /// Once load has shown the path's rate, light traffic neither ages nor
     /// expires it (as Linux's BBR keeps its model through app-limited
     /// periods): ten rounds of pings between two transfers otherwise
@@ -334,7 +335,7 @@ impl Controller for Bbr {
         if round_start {
             self.next_round_delivered = ack.delivered;
             self.round += 1;
-            if full_load || !self.loaded_once() {
+            if !ack.app_limited || !self.loaded_once() {
                 self.bw_round += 1;
             }
         }
@@ -904,6 +905,17 @@ mod tests {
             light_rounds(&mut loaded, &mut now, &mut delivered, (4e6, 0), true);
         }
         assert_eq!(loaded.bandwidth_bps(None), Some(4e6));
+        // Underused rounds (data waited, but the scheduler gave the path
+        // little) count as before: the sender was not idle.
+        for _ in 0..=BW_WINDOW_ROUNDS {
+            now += Duration::from_millis(20);
+            let prior = delivered;
+            delivered += MSS;
+            let mut ack = full_ack(Some(1e6), Duration::from_millis(20), prior, delivered, 1);
+            ack.underused = true;
+            loaded.on_ack(now, &ack);
+        }
+        assert_eq!(loaded.bandwidth_bps(None), Some(1e6));
     }
 
     /// Another path went down: a path that has carried only light traffic,
