@@ -7,13 +7,17 @@ TPUT_SETS=("8mbit,10ms 2mbit,40ms" "10mbit,5ms 10mbit,50ms" "64mbit,6500us 60mbi
 
 # Three CUBIC uploads of DURATION seconds (10 by default) from the client of
 # lab $1 to address $2, each command run under the words after them (say,
-# `mptcpize run`), IDLE seconds apart (0 by default); prints
-# " | SENDER (RECEIVER) rtx N" per run.
+# `mptcpize run`), IDLE seconds apart (0 by default), with PINGS pings
+# (none by default, 50 ms apart) from the client to $2 before runs 2 and 3;
+# prints " | SENDER (RECEIVER) rtx N" per run.
 tput_runs() {
   local lab=$1 addr=$2 run res t=${DURATION:-10}
   shift 2
   for run in 1 2 3; do
-    [ "$run" -gt 1 ] && sleep "${IDLE:-0}"
+    if [ "$run" -gt 1 ]; then
+      sleep "${IDLE:-0}"
+      [ -n "${PINGS:-}" ] && "$B" lab exec --name "$lab" client -- ping -q -c "$PINGS" -i 0.05 "$addr" >/dev/null
+    fi
     timeout $((t + 10)) "$B" lab exec --name "$lab" server -- "$@" iperf3 -s -1 -B "$addr" >/dev/null 2>&1 &
     sleep 0.5
     res=$(timeout $((t + 15)) "$B" lab exec --name "$lab" client -- "$@" iperf3 -c "$addr" -C cubic -t "$t" -J 2>/dev/null | python3 -c "

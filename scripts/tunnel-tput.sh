@@ -8,11 +8,15 @@
 #   IDLE=120 scripts/tunnel-tput.sh ...         # 120 s of idle tunnel before runs 2 and 3
 #   ECN=1 scripts/tunnel-tput.sh ...            # the inner TCP asks for ECN (client's net.ipv4.tcp_ecn=1)
 #   DURATION=30 scripts/tunnel-tput.sh ...      # 30-s runs instead of 10-s ones
+#   PINGS=30 scripts/tunnel-tput.sh ...         # 30 pings (50 ms apart) before runs 2 and 3: light traffic between transfers
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
 set -u
 command -v iperf3 >/dev/null || { echo "tunnel-tput.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
 case ${DURATION:-10} in
   ''|*[!0-9]*|0) echo "tunnel-tput.sh: DURATION must be a whole number of seconds, got '${DURATION}'" >&2; exit 2 ;;
+esac
+case ${PINGS:-1} in
+  ''|*[!0-9]*|0) echo "tunnel-tput.sh: PINGS must be a whole positive number, got '${PINGS}'" >&2; exit 2 ;;
 esac
 B=${BRAID:-target/release/braid}
 . "$(dirname "$0")/tput-common.sh"
