@@ -330,7 +330,6 @@ impl Controller for Bbr {
     fn on_sent(&mut self, _now: Instant, _bytes: u64, _in_flight: u64) {}
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample) {
-        let full_load = !ack.app_limited && !ack.underused;
         let round_start = ack.prior_delivered >= self.next_round_delivered;
         if round_start {
             self.next_round_delivered = ack.delivered;
@@ -340,7 +339,7 @@ impl Controller for Bbr {
             }
         }
         if let Some(rate) = ack.delivery_rate_bps {
-            if full_load {
+            if !ack.app_limited && !ack.underused {
                 self.on_full_load();
             }
             // App-limited samples understate the path: use them only to
