@@ -112,7 +112,8 @@ pub struct SessionConfig {
     /// A client probes a path that has been silent this long (and at most
     /// once per interval). See [`super::PROBE_INTERVAL`] for the choice.
     pub probe_interval: Duration,
-    /// A path silent this long is marked down.
+    /// A path silent this long is marked down (or silent for a probe
+    /// interval plus 1.25 times its round trip, where that is longer).
     pub path_down_after: Duration,
     /// The client starts a new handshake when all paths have been silent
     /// this long (the server may have restarted).

@@ -38,9 +38,14 @@
 //! 0.97 % of a 1 Mbit/s link. A path silent for [`PATH_DOWN_AFTER`]
 //! (250 ms) is marked down: its last packet arrived at most one one-way
 //! delay after the cut, so the cut is noticed within 250 ms plus that
-//! delay (under 300 ms for one-way delays under 50 ms). Silence after busy
-//! traffic is one probe interval plus one RTT, so paths with an RTT above
-//! about 185 ms should raise `path_down_after`.
+//! delay (under 300 ms for one-way delays under 50 ms). A working path
+//! falls silent for one probe interval plus its round trip when traffic
+//! on it stops (the probe leaves after the interval, its answer one round
+//! trip later), so a path whose round trip is known to be above about 150
+//! ms may stay silent for a probe interval plus 1.25 times its round trip
+//! instead (`Session::down_after`): with the fixed limit, an 18-Mbit/s
+//! path 100 ms away went down three times in a 10-s transfer in the lab,
+//! and a simulated 300-ms one at its handshake and when a transfer ended.
 //!
 //! # Packet trains
 //!
@@ -189,6 +194,10 @@ struct ClientState {
 #[derive(Debug)]
 struct Pending {
     initiator: Initiator,
+    /// The path the initiation went out on, and when: its response's
+    /// arrival there is the path's first round trip.
+    path: u8,
+    sent: Instant,
 }
 
 /// The session's view of one path.
@@ -207,6 +216,10 @@ struct Path {
     probe_seq: u32,
     probe_sent: Option<(u32, Instant)>,
     probe_rtt: Option<Duration>,
+    /// Server: when it answered a handshake on this path, until the
+    /// client's first message there, which is a round trip later however
+    /// long the path (it measures that round trip; see `down_after`).
+    answered_at: Option<Instant>,
     tx_bytes: u64,
     rx_bytes: u64,
     tx_packets: u64,
@@ -236,6 +249,7 @@ impl Path {
             probe_seq: 0,
             probe_sent: None,
             probe_rtt: None,
+            answered_at: None,
             tx_bytes: 0,
             rx_bytes: 0,
             tx_packets: 0,
@@ -685,8 +699,14 @@ impl Session {
             self.rekeys += 1;
             self.events.push_back(Event::Rekeyed);
         }
-        if let Some(p) = path.filter(|&p| usize::from(p) < self.paths.len()) {
-            self.path_heard(now, p, remote, bytes.len());
+        if let Some(i) = path.filter(|&i| usize::from(i) < self.paths.len()) {
+            self.path_heard(now, i, remote, bytes.len());
+            // Until a probe measures it: the silence this path may keep
+            // (see `down_after`) on a path longer than the limit.
+            let q = &mut self.paths[usize::from(i)];
+            if i == p.path && q.probe_rtt.is_none() {
+                q.probe_rtt = Some(now - p.sent);
+            }
         }
         // Confirm the keys to the server and validate every path now.
         for p in &mut self.paths {
@@ -817,6 +837,10 @@ impl Session {
             return Err(DropReason::WrongPath);
         }
         self.path_heard(now, path, remote, wire_len);
+        let p = &mut self.paths[usize::from(path)];
+        if let Some(at) = p.answered_at.take() {
+            p.probe_rtt = p.probe_rtt.or(Some(now - at));
+        }
         self.handle_inner(now, path, first, wire_len)?;
         if let Some(second) = second {
             self.handle_inner(now, path, second, wire_len)?;
@@ -1195,8 +1219,25 @@ impl Session {
 
     fn down_deadline(&self, i: usize) -> Option<Instant> {
         (self.paths[i].state == PathState::Up)
-            .then(|| self.alive_at(i).map(|t| t + self.config.path_down_after))
+            .then(|| self.alive_at(i).map(|t| t + self.down_after(i)))
             .flatten()
+    }
+
+    /// How long path `i` may be silent before it is marked down: the
+    /// configured limit, or a probe interval plus 1.25 times the path's
+    /// round trip (the larger of its smoothed one and its last probe's)
+    /// where that is longer (see the module documentation). A server
+    /// that has answered a handshake on a path of unknown round trip
+    /// waits for the client's next message as long as the client waits
+    /// before it tries again.
+    fn down_after(&self, i: usize) -> Duration {
+        let p = &self.paths[i];
+        let answered_within = match self.sender.path(i).rtt.srtt().max(p.probe_rtt) {
+            Some(rtt) => self.config.probe_interval + rtt * 5 / 4,
+            None if p.answered_at.is_some() => self.config.handshake_retry,
+            None => Duration::ZERO,
+        };
+        answered_within.max(self.config.path_down_after)
     }
 
     /// When a client next probes `p` (only with keys).
@@ -1282,9 +1323,9 @@ impl Session {
         let mut changed = false;
         for i in 0..self.paths.len() {
             let silent = self.alive_at(i).map(|t| now - t);
+            let limit = self.down_after(i);
             let p = &mut self.paths[i];
-            if p.state == PathState::Up && silent.is_some_and(|s| s >= self.config.path_down_after)
-            {
+            if p.state == PathState::Up && silent.is_some_and(|s| s >= limit) {
                 let reason = PathDownReason::Silent(silent.unwrap_or_default());
                 p.go_down(reason);
                 changed = true;
@@ -1396,7 +1437,11 @@ impl Session {
             Err(_) => return,
         };
         msg.truncate(len);
-        client.pending = Some(Pending { initiator });
+        client.pending = Some(Pending {
+            initiator,
+            path: path as u8,
+            sent: now,
+        });
         let remote = self.paths[path].remote.expect("client paths have a remote");
         self.handshake_out.push_back((path as u8, remote, msg));
     }
@@ -1503,6 +1548,7 @@ impl Session {
         }
         self.handshakes += 1;
         self.path_heard(now, hello.path, remote, len);
+        self.paths[usize::from(hello.path)].answered_at = Some(now);
     }
 
     /// Server: the roles of a rekey's initiation (the client changed a

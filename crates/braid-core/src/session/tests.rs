@@ -2108,3 +2108,32 @@ fn trains_wait_for_quiet_and_can_be_switched_off() {
         .iter()
         .any(|(_, e)| matches!(e, Event::PathMeasured { path: 0, .. })));
 }
+
+/// A path whose round trip is longer than the silence limit (a satellite
+/// hop: 300 ms one way) is not marked down while it answers: the time a
+/// probe takes to come back counts in its silence.
+#[test]
+fn a_path_longer_than_the_silence_limit_stays_up_while_it_answers() {
+    // The handshake goes out on the long path (the first), and its round
+    // trip is the first measure of it.
+    let mut pair = Pair::new(&[300, 10]);
+    pair.run_for(ms(2100));
+    assert!(pair.client.is_connected(), "client handshake");
+    let down = |e: &Event| matches!(e, Event::PathDown { .. });
+    assert_eq!(first_event(&pair.client_events, down), None, "idle");
+    for _ in 0..3 {
+        pair.exchange(100, ms(5));
+        pair.run_for(ms(2000));
+    }
+    assert_eq!(first_event(&pair.client_events, down), None, "client");
+    assert_eq!(first_event(&pair.server_events, down), None, "server");
+    // A cut is still noticed: its last packet lands one way (300 ms) after
+    // it, and the silence allowed is 65 ms + 1.25 x 600 ms.
+    let cut = pair.now;
+    pair.links[0].up = false;
+    pair.exchange(100, ms(5));
+    pair.run_for(ms(1000));
+    let gone = first_event(&pair.client_events, down).expect("client marks path 0 down");
+    assert!(gone - cut <= ms(1150), "client took {:?}", gone - cut);
+    assert!(gone - cut >= ms(800), "client took only {:?}", gone - cut);
+}
