@@ -1225,14 +1225,17 @@ impl Session {
 
     /// How long path `i` may be silent before it is marked down: the
     /// configured limit, or a probe interval plus 1.25 times the path's
-    /// round trip (the larger of its smoothed one and its last probe's)
-    /// where that is longer (see the module documentation). A server
+    /// round trip where that is longer (see the module documentation).
+    /// The round trip is the smoothed one of the path's data, else its
+    /// last probe's: a server's, or a busy client path's, is the one
+    /// sample its handshake gave, and a single slow one must not slow the
+    /// path's failover for as long as the session lasts. A server
     /// that has answered a handshake on a path of unknown round trip
     /// waits for the client's next message as long as the client waits
     /// before it tries again.
     fn down_after(&self, i: usize) -> Duration {
         let p = &self.paths[i];
-        let answered_within = match self.sender.path(i).rtt.srtt().max(p.probe_rtt) {
+        let answered_within = match self.sender.path(i).rtt.srtt().or(p.probe_rtt) {
             Some(rtt) => self.config.probe_interval + rtt * 5 / 4,
             None if p.answered_at.is_some() => self.config.handshake_retry,
             None => Duration::ZERO,

@@ -2137,3 +2137,26 @@ fn a_path_longer_than_the_silence_limit_stays_up_while_it_answers() {
     assert!(gone - cut <= ms(1150), "client took {:?}", gone - cut);
     assert!(gone - cut >= ms(800), "client took only {:?}", gone - cut);
 }
+
+/// One slow round trip at the handshake (a queue that drained since)
+/// does not slow the path's failover: once its data has measured the
+/// path, the cut is noticed within 300 ms again, on both ends.
+#[test]
+fn a_slow_handshake_round_trip_does_not_slow_a_later_failover() {
+    let mut pair = Pair::new(&[400, 30]);
+    pair.run_for(ms(1000));
+    assert!(pair.client.is_connected(), "client handshake");
+    pair.links[0].delay = ms(10);
+    pair.exchange(200, ms(5));
+    let cut = pair.now;
+    pair.links[0].up = false;
+    pair.exchange(200, ms(5));
+    let down = |e: &Event| matches!(e, Event::PathDown { path: 0, .. });
+    for (events, side) in [
+        (&pair.client_events, "client"),
+        (&pair.server_events, "server"),
+    ] {
+        let at = first_event(events, down).unwrap_or_else(|| panic!("{side} marks path 0 down"));
+        assert!(at - cut <= ms(300), "{side} took {:?}", at - cut);
+    }
+}
