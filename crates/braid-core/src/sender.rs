@@ -419,6 +419,14 @@ impl Sender {
         self.paths.get_mut(path).is_some_and(|p| p.seed_rate(bps))
     }
 
+    /// The round trip the session's probes measured on path `path`
+    /// (see `PathView::probe_rtt`). Out-of-range paths are ignored.
+    pub fn set_probe_rtt(&mut self, path: usize, rtt: Duration) {
+        if let Some(p) = self.paths.get_mut(path) {
+            p.probe_rtt = Some(rtt);
+        }
+    }
+
     /// Payload bytes waiting, in both stages.
     pub fn queued_bytes(&self) -> usize {
         self.queue_bytes + self.flows.bytes()
@@ -896,6 +904,7 @@ impl Sender {
             in_flight_bytes: p.bytes_in_flight(),
             srtt: p.rtt.srtt(),
             min_rtt: p.rtt.min_rtt(),
+            probe_rtt: p.probe_rtt,
             owd_us: p.owd.has_samples().then(|| p.owd.floor_us(now)),
             queueing: p.owd.queueing(now),
             bandwidth_bps: p.bandwidth_bps(),

@@ -90,6 +90,9 @@ pub struct PathSender {
     pub cost: f64,
     cc: Box<dyn Controller>,
     pub rtt: RttEstimator,
+    /// The round trip of the session's last answered probe here (see
+    /// `PathView::probe_rtt`).
+    pub probe_rtt: Option<Duration>,
     pub owd: OwdEstimator,
     pub kalman: KalmanRate,
     pub loss: LossEstimator,
@@ -134,6 +137,7 @@ impl PathSender {
             cost,
             cc,
             rtt: RttEstimator::default(),
+            probe_rtt: None,
             owd: OwdEstimator::default(),
             kalman: KalmanRate::default(),
             loss: LossEstimator::default(),

@@ -48,6 +48,11 @@ impl EarliestArrival {
     }
 }
 
+/// Open paths whose expected arrivals are this close (a share of the
+/// earliest) count as tied while one of them has no one-way delay yet
+/// (see [`nearest_of_the_tied`]).
+const TIE_SHARE: f64 = 0.1;
+
 /// Share of its estimated capacity a closed path is trusted to deliver
 /// ahead of a `SendBehind` packet: rate estimates are maxima, and a hole
 /// that fills late costs a resequencing timeout.
@@ -167,6 +172,11 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     let Some((open_est, open_index)) = best_open else {
         return last_resort(ctx, allowed);
     };
+    let tied = live().filter(|p| p.can_send && est(p) <= open_est * (1.0 + TIE_SHARE));
+    let (open_est, open_index) = match nearest_of_the_tied(tied) {
+        Some(p) => (est(p), p.index),
+        None => (open_est, open_index),
+    };
     // Every closed path that would deliver the head sooner than the best
     // open one takes its share of the queue first: the bytes it delivers
     // before the open path would deliver this packet (never more than it
@@ -185,6 +195,26 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
         return Decision::Send(PathSet::one(open_index));
     }
     send_behind(ctx, open_index, ahead)
+}
+
+/// Among open paths tied on expected arrival, the one whose probes came
+/// back soonest, where one of them has no one-way delay yet and the
+/// probes measured them all. Before a path's data has measured its delay,
+/// it counts as no delay away (no path has a floor to compare), and a
+/// fresh tunnel's first packets went to the path a packet train had
+/// measured marginally faster: over 10 + 10 Mbit/s at 5 / 50 ms, pings
+/// through it took 56 ms instead of 11 (BENCHMARKS.md, "A fresh tunnel's
+/// first packets: the far path"). Only a tie: a path much faster by its
+/// rate keeps a transfer's first packets, where its round trip will end
+/// up (a thin near path first ended the inner TCP's slow start early).
+fn nearest_of_the_tied<'a>(
+    tied: impl Iterator<Item = &'a PathView> + Clone,
+) -> Option<&'a PathView> {
+    let unmeasured_delay = tied.clone().any(|p| p.owd_us.is_none());
+    if !unmeasured_delay || tied.clone().any(|p| p.probe_rtt.is_none()) {
+        return None;
+    }
+    tied.min_by_key(|p| p.probe_rtt)
 }
 
 /// `SendBehind` on `path`, leaving `ahead` bytes (less the margin) for the
@@ -255,6 +285,7 @@ mod tests {
             in_flight_bytes: 30_000,
             srtt: Some(Duration::from_millis(30)),
             min_rtt: Some(Duration::from_millis(20)),
+            probe_rtt: None,
             owd_us: Some(15_000.0),
             queueing: Duration::ZERO,
             bandwidth_bps: Some(8e6),
@@ -278,5 +309,62 @@ mod tests {
         p.owd_us = None;
         let t = arrival_secs(&p, now, 1_000, 10_000.0);
         assert!(close(t, 0.027), "{t}");
+    }
+
+    /// Two idle open paths, a far one (200 ms probe round trip) listed
+    /// first and a near one (10 ms), at the rates given, no one-way delay
+    /// measured; which does earliest-arrival pick?
+    fn first_pick(far_bps: f64, near_bps: f64, edit: impl Fn(&mut PathView)) -> Decision {
+        let now = Instant::from_nanos(1_000_000_000);
+        let path = |index: usize, bps: f64, probe_ms: u64| PathView {
+            index,
+            cwnd_open: true,
+            can_send: true,
+            ready_at: now,
+            cwnd_bytes: 100_000,
+            in_flight_bytes: 0,
+            srtt: None,
+            min_rtt: None,
+            probe_rtt: Some(Duration::from_millis(probe_ms)),
+            owd_us: None,
+            queueing: Duration::ZERO,
+            bandwidth_bps: Some(bps),
+            kalman_bps: Some(bps),
+            cost: 1.0,
+            overflow: false,
+            suspect: false,
+            stalled: false,
+        };
+        let mut paths = [path(0, far_bps, 200), path(1, near_bps, 10)];
+        paths.iter_mut().for_each(edit);
+        let ctx = SchedContext {
+            now,
+            paths: &paths,
+            packet_bytes: 1_400,
+            backlog_bytes: 1_400,
+            queue_delay_limit: Duration::from_millis(500),
+        };
+        EarliestArrival::default().pick(&ctx)
+    }
+
+    #[test]
+    fn a_tie_before_any_delay_is_known_goes_to_the_path_probes_found_nearer() {
+        let near = Decision::Send(PathSet::one(1));
+        let far = Decision::Send(PathSet::one(0));
+        // A train measured the far path marginally faster: a tie.
+        assert_eq!(first_pick(10.01e6, 10e6, |_| ()), near);
+        // Within a tenth: still a tie; beyond it the faster path keeps it.
+        assert_eq!(first_pick(10.9e6, 10e6, |_| ()), near);
+        assert_eq!(first_pick(11.2e6, 10e6, |_| ()), far);
+        assert_eq!(first_pick(18e6, 2e6, |_| ()), far);
+        // Once both have one-way delays, those decide as before.
+        assert_eq!(first_pick(10.01e6, 10e6, |p| p.owd_us = Some(0.0)), far);
+        // A path the probes have not measured: no tie-break.
+        assert_eq!(
+            first_pick(10.01e6, 10e6, |p| if p.index == 0 {
+                p.probe_rtt = None
+            }),
+            far
+        );
     }
 }

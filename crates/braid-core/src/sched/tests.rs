@@ -23,6 +23,7 @@ fn view(index: usize) -> PathView {
         in_flight_bytes: 0,
         srtt: Some(Duration::from_millis(20)),
         min_rtt: Some(Duration::from_millis(20)),
+        probe_rtt: None,
         owd_us: Some(10_000.0),
         queueing: Duration::ZERO,
         bandwidth_bps: Some(10e6),

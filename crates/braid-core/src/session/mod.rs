@@ -29,7 +29,12 @@
 //!
 //! A client probes each path on which it has received nothing
 //! authenticated, or sent nothing, for [`PROBE_INTERVAL`], at most once
-//! per interval; the server answers every probe on the same path. While
+//! per interval; the server answers every probe on the same path. A
+//! server probes a path it hears on only until one answer gives it the
+//! path's round trip (so does a server's handshake answer: the client's
+//! next message on that path): before data measures the paths' delays,
+//! earliest-arrival breaks a tie between paths by their probes' round
+//! trips (`sched::earliest_arrival`). While
 //! traffic flows both ways on a path (data one way, acknowledgements the
 //! other) it is never silent that long, so probes cost nothing then; an
 //! idle path
@@ -703,9 +708,8 @@ impl Session {
             self.path_heard(now, i, remote, bytes.len());
             // Until a probe measures it: the silence this path may keep
             // (see `down_after`) on a path longer than the limit.
-            let q = &mut self.paths[usize::from(i)];
-            if i == p.path && q.probe_rtt.is_none() {
-                q.probe_rtt = Some(now - p.sent);
+            if i == p.path && self.paths[usize::from(i)].probe_rtt.is_none() {
+                self.probe_measured(usize::from(i), now - p.sent);
             }
         }
         // Confirm the keys to the server and validate every path now.
@@ -838,8 +842,8 @@ impl Session {
         }
         self.path_heard(now, path, remote, wire_len);
         let p = &mut self.paths[usize::from(path)];
-        if let Some(at) = p.answered_at.take() {
-            p.probe_rtt = p.probe_rtt.or(Some(now - at));
+        if let Some(at) = p.answered_at.take().filter(|_| p.probe_rtt.is_none()) {
+            self.probe_measured(usize::from(path), now - at);
         }
         self.handle_inner(now, path, first, wire_len)?;
         if let Some(second) = second {
@@ -904,13 +908,21 @@ impl Session {
                 let p = &mut self.paths[usize::from(path)];
                 if let Some((sent_seq, at)) = p.probe_sent {
                     if sent_seq == seq {
-                        p.probe_rtt = Some(now - at);
                         p.probe_sent = None;
+                        self.probe_measured(usize::from(path), now - at);
                     }
                 }
                 Ok(())
             }
         }
+    }
+
+    /// A round trip of path `i` measured apart from its data: by a probe,
+    /// or by the handshake (see `down_after`). The scheduler learns it too
+    /// (see `PathView::probe_rtt`).
+    fn probe_measured(&mut self, i: usize, rtt: Duration) {
+        self.paths[i].probe_rtt = Some(rtt);
+        self.sender.set_probe_rtt(i, rtt);
     }
 
     /// Something authenticated arrived on `path` from `remote`.
@@ -1245,8 +1257,17 @@ impl Session {
 
     /// When a client next probes `p` (only with keys).
     fn probe_due(&self, p: &Path) -> Option<Instant> {
-        if !matches!(self.role, Role::Client(_)) || self.keys.current.is_none() || p.link_lost {
+        if self.keys.current.is_none() || p.link_lost {
             return None;
+        }
+        let interval = self.config.probe_interval;
+        if !matches!(self.role, Role::Client(_)) {
+            // A server probes a path it hears on until one answer gives
+            // it the path's round trip (see `PathView::probe_rtt`): the
+            // client's probes keep the path alive, not the server's.
+            let measuring =
+                p.state == PathState::Up && p.probe_rtt.is_none() && p.answered_at.is_none();
+            return measuring.then(|| p.last_probe.map_or(self.last_now, |t| t + interval));
         }
         if p.probe_now {
             return Some(self.last_now);
@@ -1254,7 +1275,6 @@ impl Session {
         // Either direction silent for an interval: a path the scheduler
         // leaves idle still gets loss reports from the server, and a path
         // that only carries data still needs to hear back.
-        let interval = self.config.probe_interval;
         let heard = p.last_rx.map_or(Instant::ZERO, |t| t + interval);
         let said = p.last_tx.map_or(Instant::ZERO, |t| t + interval);
         let after_probe = p.last_probe.map_or(Instant::ZERO, |t| t + interval);
@@ -1343,7 +1363,8 @@ impl Session {
         }
         for i in 0..self.paths.len() {
             if self.probe_due(&self.paths[i]).is_some_and(|t| t <= now) {
-                let flag = if self.return_silent(i, now) {
+                let client = matches!(self.role, Role::Client(_));
+                let flag = if client && self.return_silent(i, now) {
                     PROBE_RETURN_SILENT
                 } else {
                     0

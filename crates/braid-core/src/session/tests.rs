@@ -2160,3 +2160,30 @@ fn a_slow_handshake_round_trip_does_not_slow_a_later_failover() {
         assert!(at - cut <= ms(300), "{side} took {:?}", at - cut);
     }
 }
+
+/// A fresh tunnel's first packets, both ways, take the nearer of two
+/// paths whose rates tie, whichever one a packet train measured
+/// marginally faster: before data has measured either path's delay, the
+/// probes' round trips (the server's own included) tell them apart.
+#[test]
+fn a_fresh_tunnels_first_packets_take_the_nearer_of_two_equal_paths() {
+    let mut pair = Pair::new(&[50, 5]);
+    pair.links[0].rate_bps = Some(10.01e6);
+    pair.links[1].rate_bps = Some(10e6);
+    pair.run_for(ms(1500));
+    assert!(pair.client.is_connected());
+    let server = pair.server.session(pair.peer()).unwrap().stats(pair.now);
+    let rtts: Vec<_> = server.paths.iter().map(|p| p.rtt).collect();
+    assert!(rtts.iter().all(Option::is_some), "server: {rtts:?}");
+    pair.client.send(pair.now, tagged(0, 0)).unwrap();
+    let peer = pair.peer();
+    pair.server.send(pair.now, peer, tagged(1, 0)).unwrap();
+    pair.flush();
+    let data: Vec<(bool, usize)> = pair
+        .flights
+        .iter()
+        .filter(|f| f.bytes.len() > 200)
+        .map(|f| (f.to_server, f.path))
+        .collect();
+    assert_eq!(data, [(true, 1), (false, 1)]);
+}
