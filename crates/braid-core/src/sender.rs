@@ -419,8 +419,8 @@ impl Sender {
         self.paths.get_mut(path).is_some_and(|p| p.seed_rate(bps))
     }
 
-    /// The round trip the session's probes measured on path `path`
-    /// (see `PathView::probe_rtt`). Out-of-range paths are ignored.
+    /// The round trip the session measured on path `path` apart from
+    /// data (see `PathView::probe_rtt`). Out-of-range paths are ignored.
     pub fn set_probe_rtt(&mut self, path: usize, rtt: Duration) {
         if let Some(p) = self.paths.get_mut(path) {
             p.probe_rtt = Some(rtt);

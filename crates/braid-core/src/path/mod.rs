@@ -90,8 +90,9 @@ pub struct PathSender {
     pub cost: f64,
     cc: Box<dyn Controller>,
     pub rtt: RttEstimator,
-    /// The round trip of the session's last answered probe here (see
-    /// `PathView::probe_rtt`).
+    /// The path's round trip as the session measured it apart from data:
+    /// its last answered probe, or its handshake before one (see
+    /// `PathView::probe_rtt`). The session's only copy.
     pub probe_rtt: Option<Duration>,
     pub owd: OwdEstimator,
     pub kalman: KalmanRate,

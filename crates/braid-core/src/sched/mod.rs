@@ -85,8 +85,9 @@ pub struct PathView {
     pub in_flight_bytes: u64,
     pub srtt: Option<Duration>,
     pub min_rtt: Option<Duration>,
-    /// The round trip of the session's last answered probe on the path
-    /// (`None` without a session): known before any data measures one.
+    /// The round trip the session measured on the path apart from data:
+    /// its last answered probe's, or its handshake's before one (`None`
+    /// without a session). Known before any data measures one.
     pub probe_rtt: Option<Duration>,
     /// Smallest relative one-way delay seen, µs: the propagation part
     /// (comparable across paths only; the queue is in `queueing`).

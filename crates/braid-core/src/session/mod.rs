@@ -220,7 +220,6 @@ struct Path {
     probe_now: bool,
     probe_seq: u32,
     probe_sent: Option<(u32, Instant)>,
-    probe_rtt: Option<Duration>,
     /// Server: when it answered a handshake on this path, until the
     /// client's first message there, which is a round trip later however
     /// long the path (it measures that round trip; see `down_after`).
@@ -253,7 +252,6 @@ impl Path {
             probe_now: false,
             probe_seq: 0,
             probe_sent: None,
-            probe_rtt: None,
             answered_at: None,
             tx_bytes: 0,
             rx_bytes: 0,
@@ -708,8 +706,9 @@ impl Session {
             self.path_heard(now, i, remote, bytes.len());
             // Until a probe measures it: the silence this path may keep
             // (see `down_after`) on a path longer than the limit.
-            if i == p.path && self.paths[usize::from(i)].probe_rtt.is_none() {
-                self.probe_measured(usize::from(i), now - p.sent);
+            let i = usize::from(i);
+            if i == usize::from(p.path) && self.sender.path(i).probe_rtt.is_none() {
+                self.sender.set_probe_rtt(i, now - p.sent);
             }
         }
         // Confirm the keys to the server and validate every path now.
@@ -727,11 +726,18 @@ impl Session {
     }
 
     /// The peer restarted: its sequence numbers start over, so do ours.
+    /// The paths' probe round trips measure the paths, not the streams,
+    /// and stay.
     fn reset_streams(&mut self, now: Instant) {
-        let (sender, receiver) = match build_streams(&self.config, &self.paths) {
+        let (mut sender, receiver) = match build_streams(&self.config, &self.paths) {
             Ok(s) => s,
             Err(_) => unreachable!("the configuration was checked when the session was built"),
         };
+        for i in 0..self.paths.len() {
+            if let Some(rtt) = self.sender.path(i).probe_rtt {
+                sender.set_probe_rtt(i, rtt);
+            }
+        }
         self.sender = sender;
         self.receiver = receiver;
         self.feedback_out.clear();
@@ -841,9 +847,10 @@ impl Session {
             return Err(DropReason::WrongPath);
         }
         self.path_heard(now, path, remote, wire_len);
-        let p = &mut self.paths[usize::from(path)];
-        if let Some(at) = p.answered_at.take().filter(|_| p.probe_rtt.is_none()) {
-            self.probe_measured(usize::from(path), now - at);
+        let i = usize::from(path);
+        let measured = self.sender.path(i).probe_rtt.is_some();
+        if let Some(at) = self.paths[i].answered_at.take().filter(|_| !measured) {
+            self.sender.set_probe_rtt(i, now - at);
         }
         self.handle_inner(now, path, first, wire_len)?;
         if let Some(second) = second {
@@ -909,20 +916,12 @@ impl Session {
                 if let Some((sent_seq, at)) = p.probe_sent {
                     if sent_seq == seq {
                         p.probe_sent = None;
-                        self.probe_measured(usize::from(path), now - at);
+                        self.sender.set_probe_rtt(usize::from(path), now - at);
                     }
                 }
                 Ok(())
             }
         }
-    }
-
-    /// A round trip of path `i` measured apart from its data: by a probe,
-    /// or by the handshake (see `down_after`). The scheduler learns it too
-    /// (see `PathView::probe_rtt`).
-    fn probe_measured(&mut self, i: usize, rtt: Duration) {
-        self.paths[i].probe_rtt = Some(rtt);
-        self.sender.set_probe_rtt(i, rtt);
     }
 
     /// Something authenticated arrived on `path` from `remote`.
@@ -1198,7 +1197,7 @@ impl Session {
         };
         for (i, p) in self.paths.iter().enumerate() {
             take(self.down_deadline(i));
-            take(self.probe_due(p));
+            take(self.probe_due(i));
             take(self.train_due(i));
             take(p.trains.report_due());
         }
@@ -1224,7 +1223,8 @@ impl Session {
     /// [`PROBE_RETURN_SILENT`]).
     fn return_silent(&self, i: usize, now: Instant) -> bool {
         let p = &self.paths[i];
-        let quiet = (p.probe_rtt.unwrap_or(Duration::from_millis(100)) * 3 / 2)
+        let probe_rtt = self.sender.path(i).probe_rtt;
+        let quiet = (probe_rtt.unwrap_or(Duration::from_millis(100)) * 3 / 2)
             .max(self.config.probe_interval);
         p.last_rx.is_some_and(|t| now - t > quiet) && self.sender.path(i).awaits_acks(now)
     }
@@ -1247,7 +1247,8 @@ impl Session {
     /// before it tries again.
     fn down_after(&self, i: usize) -> Duration {
         let p = &self.paths[i];
-        let answered_within = match self.sender.path(i).rtt.srtt().or(p.probe_rtt) {
+        let s = self.sender.path(i);
+        let answered_within = match s.rtt.srtt().or(s.probe_rtt) {
             Some(rtt) => self.config.probe_interval + rtt * 5 / 4,
             None if p.answered_at.is_some() => self.config.handshake_retry,
             None => Duration::ZERO,
@@ -1256,7 +1257,8 @@ impl Session {
     }
 
     /// When a client next probes `p` (only with keys).
-    fn probe_due(&self, p: &Path) -> Option<Instant> {
+    fn probe_due(&self, i: usize) -> Option<Instant> {
+        let p = &self.paths[i];
         if self.keys.current.is_none() || p.link_lost {
             return None;
         }
@@ -1265,8 +1267,9 @@ impl Session {
             // A server probes a path it hears on until one answer gives
             // it the path's round trip (see `PathView::probe_rtt`): the
             // client's probes keep the path alive, not the server's.
-            let measuring =
-                p.state == PathState::Up && p.probe_rtt.is_none() && p.answered_at.is_none();
+            let measuring = p.state == PathState::Up
+                && self.sender.path(i).probe_rtt.is_none()
+                && p.answered_at.is_none();
             return measuring.then(|| p.last_probe.map_or(self.last_now, |t| t + interval));
         }
         if p.probe_now {
@@ -1362,7 +1365,7 @@ impl Session {
             self.update_usable(now);
         }
         for i in 0..self.paths.len() {
-            if self.probe_due(&self.paths[i]).is_some_and(|t| t <= now) {
+            if self.probe_due(i).is_some_and(|t| t <= now) {
                 let client = matches!(self.role, Role::Client(_));
                 let flag = if client && self.return_silent(i, now) {
                     PROBE_RETURN_SILENT
@@ -1483,7 +1486,7 @@ impl Session {
                     role: p.role,
                     state: p.state,
                     remote: p.remote,
-                    rtt: s.rtt.srtt().or(p.probe_rtt),
+                    rtt: s.rtt.srtt().or(s.probe_rtt),
                     min_rtt: s.rtt.min_rtt(),
                     queueing_delay: s.owd.queueing(now),
                     owd_floor_us: s.owd.has_samples().then(|| s.owd.floor_us(now)),
