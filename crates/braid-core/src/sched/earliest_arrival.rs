@@ -172,8 +172,8 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     let Some((open_est, open_index)) = best_open else {
         return last_resort(ctx, allowed);
     };
-    let tied = live().filter(|p| p.can_send && est(p) <= open_est * (1.0 + TIE_SHARE));
-    let (open_est, open_index) = match nearest_of_the_tied(tied) {
+    let tied = |p: &PathView| est(p) <= open_est * (1.0 + TIE_SHARE);
+    let (open_est, open_index) = match nearest_of_the_tied(live().filter(|p| p.can_send), tied) {
         Some(p) => (est(p), p.index),
         None => (open_est, open_index),
     };
@@ -207,9 +207,18 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
 /// first packets: the far path"). Only a tie: a path much faster by its
 /// rate keeps a transfer's first packets, where its round trip will end
 /// up (a thin near path first ended the inner TCP's slow start early).
+///
+/// `open` are the open paths, `is_tied` says which tie with the earliest.
+/// It runs for every packet: once data has measured every open path's
+/// delay, the first check ends it without pricing any path again.
 fn nearest_of_the_tied<'a>(
-    tied: impl Iterator<Item = &'a PathView> + Clone,
+    open: impl Iterator<Item = &'a PathView> + Clone,
+    is_tied: impl Fn(&PathView) -> bool,
 ) -> Option<&'a PathView> {
+    if open.clone().all(|p| p.owd_us.is_some()) {
+        return None;
+    }
+    let tied = open.filter(|p| is_tied(p));
     let unmeasured_delay = tied.clone().any(|p| p.owd_us.is_none());
     if !unmeasured_delay || tied.clone().any(|p| p.probe_rtt.is_none()) {
         return None;
