@@ -909,6 +909,7 @@ impl Sender {
             queueing: p.owd.queueing(now),
             bandwidth_bps: p.bandwidth_bps(),
             kalman_bps: p.kalman.estimate_bps(),
+            express_share: p.express_share(now),
             cost: p.cost,
             overflow: self.config.paths[i].overflow,
             suspect: !usable || p.is_suspect(),
@@ -1142,6 +1143,9 @@ impl Sender {
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
         let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
+        if q.express {
+            path.express.on_sent(now, bytes);
+        }
         let header = DataHeader {
             path: path.id,
             // The receiver widens it back ([`wire::widen`]).
@@ -1931,6 +1935,12 @@ mod tests {
         assert!(bulk.len() > 5 && next[4..].iter().all(|h| h.1 == 1));
         assert_eq!(s.counters.sent_express, 3);
         assert_eq!(s.counters.sent_datagrams, 1 + next.len() as u64);
+        // The path's view counts those three, and only those, as express
+        // traffic taking its rate: about 1,000 IP bytes over the shortest
+        // span a rate is taken over (20 ms).
+        let express = s.paths[0].express.bps(t0 + ms(60));
+        assert!((0.3e6..0.5e6).contains(&express), "{express}");
+        assert!(s.view_of(0, t0 + ms(60), 1_000).express_share > 0.0);
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! detection from acknowledgements, delivery-rate sampling, pacing, and the
 //! estimators schedulers read.
 
+mod express_rate;
 mod kalman;
 mod liveness;
 mod loss;
 mod owd;
 mod rtt;
 
+pub use express_rate::ExpressRate;
 pub use kalman::KalmanRate;
 pub use liveness::{Liveness, PROBE_INTERVAL};
 pub use loss::LossEstimator;
@@ -96,6 +98,7 @@ pub struct PathSender {
     pub probe_rtt: Option<Duration>,
     pub owd: OwdEstimator,
     pub kalman: KalmanRate,
+    pub express: ExpressRate,
     pub loss: LossEstimator,
     next_pseq: u64,
     prev_gseq: Option<u64>,
@@ -141,6 +144,7 @@ impl PathSender {
             probe_rtt: None,
             owd: OwdEstimator::default(),
             kalman: KalmanRate::default(),
+            express: ExpressRate::default(),
             loss: LossEstimator::default(),
             next_pseq: 0,
             prev_gseq: None,
@@ -181,6 +185,20 @@ impl PathSender {
             (c, l) => c.or(l)?,
         };
         Some(Duration::from_secs_f64(gap))
+    }
+
+    /// Share of what the path may send (its pacing rate, or its rate
+    /// limit) that express datagrams took lately (0 to 1; 0 unpaced).
+    pub fn express_share(&self, now: Instant) -> f64 {
+        let pacing = self.cc.pacing_rate_bps().filter(|r| *r > 0.0);
+        let rate = match (pacing, self.rate_limit_bps) {
+            (Some(c), Some(l)) => c.min(l),
+            (c, l) => match c.or(l) {
+                Some(r) => r,
+                None => return 0.0,
+            },
+        };
+        (self.express.bps(now) / rate).min(1.0)
     }
 
     /// Seconds the rate limit puts after a packet of `bytes`.
@@ -719,6 +737,33 @@ mod tests {
         fn bandwidth_bps(&self, _: Option<Duration>) -> Option<f64> {
             self.rate
         }
+    }
+
+    #[test]
+    fn express_share_is_of_the_pacing_rate_or_the_rate_limit() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let feed = |p: &mut PathSender| {
+            // 1,250 bytes every 10 ms: 1 Mbit/s.
+            for i in 0..100 {
+                p.express.on_sent(t0 + Duration::from_millis(10 * i), 1_250);
+            }
+        };
+        let at = t0 + Duration::from_millis(995);
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(Some(4e6)));
+        assert_eq!(p.express_share(at), 0.0);
+        feed(&mut p);
+        let share = p.express_share(at);
+        assert!((0.22..0.28).contains(&share), "{share}");
+        // A rate limit below the pacing rate is what the path may send.
+        p.set_rate_limit(Some(2_000_000));
+        let share = p.express_share(at);
+        assert!((0.45..0.55).contains(&share), "{share}");
+        p.set_rate_limit(Some(500_000));
+        assert_eq!(p.express_share(at), 1.0);
+        // Unpaced and unlimited: no share of anything.
+        let mut p = PathSender::new(0, 1.0, fixed_pacing(None));
+        feed(&mut p);
+        assert_eq!(p.express_share(at), 0.0);
     }
 
     #[test]

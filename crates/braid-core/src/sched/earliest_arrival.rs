@@ -180,15 +180,18 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     // Every closed path that would deliver the head sooner than the best
     // open one takes its share of the queue first: the bytes it delivers
     // before the open path would deliver this packet (never more than it
-    // can send before queued packets go stale). A stalled path's
-    // estimates describe the past: never wait for it.
+    // can send before queued packets go stale). Of its rate, the share
+    // sparse flows' express datagrams take does not count: they overtake
+    // the queue, and a thin path that a call keeps busy would otherwise
+    // hold the head until it went stale. A stalled path's estimates describe
+    // the past: never wait for it.
     let limit = ctx.queue_delay_limit.as_secs_f64();
     let ahead: f64 = live()
         .filter(|p| !p.can_send && !p.stalled)
         .filter_map(|p| {
             let lead = open_est - est(p);
-            let bw = p.bandwidth_bps.unwrap_or(1.0).max(1.0);
-            (lead > 0.0).then(|| lead.min(limit) * bw / 8.0)
+            let bw = p.bandwidth_bps.unwrap_or(1.0).max(1.0) * (1.0 - p.express_share);
+            (lead > 0.0 && bw > 0.0).then(|| lead.min(limit) * bw / 8.0)
         })
         .sum();
     if ahead <= 0.0 {
@@ -299,6 +302,7 @@ mod tests {
             queueing: Duration::ZERO,
             bandwidth_bps: Some(8e6),
             kalman_bps: None,
+            express_share: 0.0,
             cost: 1.0,
             overflow: false,
             suspect: false,
@@ -339,6 +343,7 @@ mod tests {
             queueing: Duration::ZERO,
             bandwidth_bps: Some(bps),
             kalman_bps: Some(bps),
+            express_share: 0.0,
             cost: 1.0,
             overflow: false,
             suspect: false,

@@ -98,6 +98,9 @@ pub struct PathView {
     pub bandwidth_bps: Option<f64>,
     /// Kalman-filtered delivery rate (paper batcp).
     pub kalman_bps: Option<f64>,
+    /// Share of the path's sending rate that express datagrams (sparse
+    /// flows' packets, which overtake whatever waits for it) took lately.
+    pub express_share: f64,
     pub cost: f64,
     /// See [`PathInfo::overflow`].
     pub overflow: bool,

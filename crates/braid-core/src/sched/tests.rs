@@ -28,6 +28,7 @@ fn view(index: usize) -> PathView {
         queueing: Duration::ZERO,
         bandwidth_bps: Some(10e6),
         kalman_bps: Some(10e6),
+        express_share: 0.0,
         cost: 1.0,
         overflow: false,
         suspect: false,
@@ -269,6 +270,43 @@ fn earliest_arrival_waits_for_fast_path_unless_backlog_is_large() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn earliest_arrival_leaves_a_near_path_only_what_express_traffic_leaves_of_it() {
+    // A thin near path (2 Mbit/s), paced for 1 ms, and a fat one 95 ms
+    // farther (18 Mbit/s), open; 30 kB wait.
+    let mut paths = vec![view(0), view(1)];
+    paths[0].bandwidth_bps = Some(2e6);
+    paths[0].can_send = false;
+    paths[0].ready_at = Instant::from_nanos(1_001_000_000);
+    paths[1].bandwidth_bps = Some(18e6);
+    paths[1].cwnd_bytes = 1_000_000;
+    paths[1].owd_us = Some(105_000.0);
+    let pick = |paths: &[PathView]| {
+        build("earliest-arrival", &infos(2))
+            .unwrap()
+            .pick(&ctx(paths, 30_000))
+    };
+    let ahead = |paths: &[PathView]| match pick(paths) {
+        Decision::SendBehind {
+            path: 1,
+            ahead_bytes,
+        } => ahead_bytes,
+        other => panic!("{other:?}"),
+    };
+    // The near path delivers about 93 ms x 2 Mbit/s (23 kB) before the
+    // far one would deliver the head; 80 % of it stays for it.
+    let all = ahead(&paths);
+    assert!((17_000..20_000).contains(&all), "{all}");
+    // A call takes half of its sending in express datagrams, which
+    // overtake the queue: half as much waits for it.
+    paths[0].express_share = 0.5;
+    let half = ahead(&paths);
+    assert!((8_500..10_000).contains(&half), "{half}");
+    // Express traffic takes all of it: the far path sends the head now.
+    paths[0].express_share = 1.0;
+    assert_eq!(pick(&paths), Decision::Send(PathSet::one(1)));
 }
 
 #[test]
