@@ -12,15 +12,17 @@ B=${BRAID:-target/release/braid}
 LIGHT=${LIGHT:-1mbit}
 START=${START:-3}
 DURATION=${DURATION:-33}
+# The bulk source (say, TCP=tcp:cubic+hystart for Linux's HyStart).
+TCP=${TCP:-tcp:cubic}
 # Further bench flags for every run (say, EXTRA=--resend-losses).
 read -r -a EXTRA <<<"${EXTRA:-}"
-echo "| ratio | one-way delays | tcp:cubic@${START}s utilization | first second (Mbit/s) | TCP retransmissions |"
+echo "| ratio | one-way delays | ${TCP}@${START}s utilization | first second (Mbit/s) | TCP retransmissions |"
 echo "|---|---|---|---|---|"
 points=$("$(dirname "$0")/grid-points.sh")
 # fd 3: the bench commands inside must not read the point list.
 while read -r ratio ra da rb db <&3; do
   row=$($B bench --path "${ra}mbit,${da}ms" --path "${rb}mbit,${db}ms" \
-      --traffic "tcp:cubic@${START}s" --traffic "cbr:$LIGHT" --duration "${DURATION}s" \
+      --traffic "${TCP}@${START}s" --traffic "cbr:$LIGHT" --duration "${DURATION}s" \
       "${EXTRA[@]}" --json | python3 -c "
 import json, sys
 d = json.load(sys.stdin); t = d['flows'][0]['tcp']; s = d['series']
