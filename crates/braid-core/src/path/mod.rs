@@ -760,10 +760,13 @@ mod tests {
         assert!((0.45..0.55).contains(&share), "{share}");
         p.set_rate_limit(Some(500_000));
         assert_eq!(p.express_share(at), 1.0);
-        // Unpaced and unlimited: no share of anything.
-        let mut p = PathSender::new(0, 1.0, fixed_pacing(None));
-        feed(&mut p);
-        assert_eq!(p.express_share(at), 0.0);
+        // Unpaced and unlimited (no rate, or a zero one, which does not
+        // pace): no share of anything.
+        for rate in [None, Some(0.0)] {
+            let mut p = PathSender::new(0, 1.0, fixed_pacing(rate));
+            feed(&mut p);
+            assert_eq!(p.express_share(at), 0.0);
+        }
     }
 
     #[test]
