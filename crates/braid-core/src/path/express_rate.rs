@@ -15,6 +15,11 @@ const TAU: Duration = Duration::from_millis(250);
 /// Silence after which a new express datagram starts a new average.
 const RESTART_AFTER: Duration = Duration::from_secs(1);
 
+/// The shortest span a rate is taken over: one datagram alone is not a
+/// rate (a call's frames come 20 ms apart).
+const SHORTEST_SPAN: Duration = Duration::from_millis(20);
+
+/// An exponential average of the express bytes a path sent.
 #[derive(Debug, Clone, Default)]
 pub struct ExpressRate {
     /// Bytes counted, decayed to `last`.
@@ -45,9 +50,10 @@ impl ExpressRate {
             return 0.0;
         };
         let tau = TAU.as_secs_f64();
-        // At least one datagram's spacing at the earliest: one datagram
-        // alone is not a rate.
-        let age = now.saturating_duration_since(first).as_secs_f64().max(0.02);
+        let age = now
+            .saturating_duration_since(first)
+            .max(SHORTEST_SPAN)
+            .as_secs_f64();
         let span = tau * (1.0 - (-age / tau).exp());
         self.decayed(now) * 8.0 / span
     }

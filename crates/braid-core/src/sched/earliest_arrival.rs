@@ -183,8 +183,8 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     // can send before queued packets go stale). Of its rate, the share
     // sparse flows' express datagrams take does not count: they overtake
     // the queue, and a thin path that a call keeps busy would otherwise
-    // hold the head until it went stale. A stalled path's estimates describe
-    // the past: never wait for it.
+    // hold the head until it went stale. A stalled path's estimates
+    // describe the past: never wait for it.
     let limit = ctx.queue_delay_limit.as_secs_f64();
     let ahead: f64 = live()
         .filter(|p| !p.can_send && !p.stalled)
