@@ -171,34 +171,30 @@ impl PathSender {
         self.rate_limit_bps = bps.filter(|b| *b > 0).map(|b| b as f64);
     }
 
-    /// How long after a packet of `bytes` the next full one may leave: the
-    /// controller's pacing, or the rate limit's, whichever is longer
-    /// (`bytes` are IP packet bytes, as a link's rate counts them).
-    fn pacing_gap(&self, bytes: u64) -> Option<Duration> {
-        let cc = self
-            .cc
-            .pacing_rate_bps()
-            .filter(|r| *r > 0.0)
-            .map(|r| bytes as f64 * 8.0 / r);
-        let gap = match (cc, self.rate_limit_gap(bytes)) {
-            (Some(c), Some(l)) => c.max(l),
-            (c, l) => c.or(l)?,
-        };
-        Some(Duration::from_secs_f64(gap))
+    /// What the path may send, bits per second: the controller's pacing
+    /// rate or the rate limit, whichever is lower (`None`: unpaced and
+    /// unlimited; a zero pacing rate does not pace).
+    fn sending_rate_bps(&self) -> Option<f64> {
+        let pacing = self.cc.pacing_rate_bps().filter(|r| *r > 0.0);
+        match (pacing, self.rate_limit_bps) {
+            (Some(c), Some(l)) => Some(c.min(l)),
+            (c, l) => c.or(l),
+        }
     }
 
-    /// Share of what the path may send (its pacing rate, or its rate
-    /// limit) that express datagrams took lately (0 to 1; 0 unpaced).
+    /// How long after a packet of `bytes` the next full one may leave at
+    /// the sending rate (`bytes` are IP packet bytes, as a link's rate
+    /// counts them).
+    fn pacing_gap(&self, bytes: u64) -> Option<Duration> {
+        self.sending_rate_bps()
+            .map(|r| Duration::from_secs_f64(bytes as f64 * 8.0 / r))
+    }
+
+    /// Share of what the path may send that express datagrams took lately
+    /// (0 to 1; 0 unpaced).
     pub fn express_share(&self, now: Instant) -> f64 {
-        let pacing = self.cc.pacing_rate_bps().filter(|r| *r > 0.0);
-        let rate = match (pacing, self.rate_limit_bps) {
-            (Some(c), Some(l)) => c.min(l),
-            (c, l) => match c.or(l) {
-                Some(r) => r,
-                None => return 0.0,
-            },
-        };
-        (self.express.bps(now) / rate).min(1.0)
+        self.sending_rate_bps()
+            .map_or(0.0, |r| (self.express.bps(now) / r).min(1.0))
     }
 
     /// Seconds the rate limit puts after a packet of `bytes`.
