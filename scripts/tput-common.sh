@@ -9,10 +9,13 @@ TPUT_SETS=("8mbit,10ms 2mbit,40ms" "10mbit,5ms 10mbit,50ms" "64mbit,6500us 60mbi
 # lab $1 to address $2, each command run under the words after them (say,
 # `mptcpize run`), IDLE seconds apart (0 by default), with PINGS pings
 # (none by default, 50 ms apart) from the client to $2 before runs 2 and 3;
+# with REVERSE set, downloads instead (iperf3 -R: the server's end sends,
+# with the congestion control the client names);
 # prints " | SENDER (RECEIVER) rtx N" per run.
 tput_runs() {
-  local lab=$1 addr=$2 run res t=${DURATION:-10}
+  local lab=$1 addr=$2 run res t=${DURATION:-10} dir=()
   shift 2
+  [ -n "${REVERSE:-}" ] && dir=(-R)
   for run in 1 2 3; do
     if [ "$run" -gt 1 ]; then
       sleep "${IDLE:-0}"
@@ -20,7 +23,7 @@ tput_runs() {
     fi
     timeout $((t + 10)) "$B" lab exec --name "$lab" server -- "$@" iperf3 -s -1 -B "$addr" >/dev/null 2>&1 &
     sleep 0.5
-    res=$(timeout $((t + 15)) "$B" lab exec --name "$lab" client -- "$@" iperf3 -c "$addr" -C cubic -t "$t" -J 2>/dev/null | python3 -c "
+    res=$(timeout $((t + 15)) "$B" lab exec --name "$lab" client -- "$@" iperf3 -c "$addr" "${dir[@]}" -C cubic -t "$t" -J 2>/dev/null | python3 -c "
 import json,sys; e=json.load(sys.stdin)['end']
 print(f\"{e['sum_sent']['bits_per_second']/1e6:.2f} ({e['sum_received']['bits_per_second']/1e6:.2f}) rtx {e['sum_sent'].get('retransmits')}\")")
     wait

@@ -11,6 +11,10 @@
             paths vs raw veth between the same namespaces, with CPU per
             Gbit/s.
 
+--reverse runs the transfers the other way (iperf3 -R): the server's
+session sends, and the blackout's goodput and path counters are read at
+the client's end and on the emulator's down links.
+
 Needs root, iperf3 and a release build (BRAID=target/release/braid by
 default). Every lab it makes is named `tl-*` (LAB_PREFIX=x: `x-*`, so that
 two runs side by side do not meet) and taken down on exit, also on an error,
@@ -102,11 +106,11 @@ def iperf_server(name, bind, extra=()):
     )
 
 
-def iperf_client(name, dest, seconds, extra=()):
+def iperf_client(name, dest, seconds, extra=("-J",)):
     # iperf3 may print before the server listens: retry the connect briefly.
     time.sleep(0.3)
     return subprocess.Popen(
-        lab_exec(name, "client", ["iperf3", "-c", dest, "-C", "cubic", "-t", str(seconds), "-J"] + list(extra)),
+        lab_exec(name, "client", ["iperf3", "-c", dest, "-C", "cubic", "-t", str(seconds)] + list(extra)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -124,6 +128,24 @@ def iperf_result(proc, timeout):
         "received_mbps": end["sum_received"]["bits_per_second"] / 1e6,
         "retransmits": end["sum_sent"].get("retransmits"),
     }
+
+
+def iperf_text_result(proc, timeout):
+    """The totals of an iperf3 client's text output (for runs whose
+    interval lines are read as they come, where -J would hold them back)."""
+    proc.wait(timeout=timeout)
+    res = {}
+    for _, line in proc.stamped.lines:
+        m = re.search(r"\s([0-9.]+) ([KMG])bits/sec\s+(\d+)?\s*(sender|receiver)\s*$", line)
+        if m:
+            mbps = float(m.group(1)) * {"K": 1e-3, "M": 1.0, "G": 1e3}[m.group(2)]
+            if m.group(4) == "sender":
+                res["sent_mbps"], res["retransmits"] = mbps, m.group(3)
+            else:
+                res["received_mbps"] = mbps
+    if len(res) != 3:
+        raise RuntimeError("iperf3: no totals in its output")
+    return res
 
 
 def tunnel_status(name, side="client"):
@@ -160,12 +182,12 @@ def latency(args):
             srv = iperf_server(name, SERVER_TUN)
             iperf_result(iperf_client(name, SERVER_TUN, 5), 30)
             srv.wait(timeout=10)
-            print(f"# latency under load: {label}; load average {' '.join(load())}", flush=True)
+            print(f"# latency under load: {label}{', download' if args.reverse else ''}; load average {' '.join(load())}", flush=True)
             for r in range(1, args.runs + 1):
                 idle, idle_lost = ping(name, args.pings)
                 srv = iperf_server(name, SERVER_TUN)
                 seconds = args.pings * 0.2 + 5
-                cli = iperf_client(name, SERVER_TUN, int(seconds))
+                cli = iperf_client(name, SERVER_TUN, int(seconds), (["-R"] if args.reverse else []) + ["-J"])
                 time.sleep(3)
                 loaded, loaded_lost = ping(name, args.pings)
                 res = iperf_result(cli, seconds + 30)
@@ -205,11 +227,12 @@ class Stamped(threading.Thread):
 
 
 class Counters(threading.Thread):
-    """Samples the emulator's forwarded bytes (client to server) per path."""
+    """Samples the emulator's forwarded bytes per path in one direction
+    (`up`: client to server, or `down`)."""
 
-    def __init__(self, name, period):
+    def __init__(self, name, period, direction):
         super().__init__(daemon=True)
-        self.name, self.period = name, period
+        self.name, self.period, self.direction = name, period, direction
         self.samples = []
         self.stop = threading.Event()
 
@@ -219,7 +242,7 @@ class Counters(threading.Thread):
             t = time.monotonic()
             try:
                 paths = json.loads(out.stdout)["paths"]
-                self.samples.append((t, [p["up"]["counters"]["forwarded_bytes"] for p in paths]))
+                self.samples.append((t, [p[self.direction]["counters"]["forwarded_bytes"] for p in paths]))
             except (json.JSONDecodeError, KeyError, TypeError):
                 pass
             self.stop.wait(self.period)
@@ -277,14 +300,23 @@ def blackout(args):
             srv = iperf_server(name, SERVER_TUN)
             iperf_result(iperf_client(name, SERVER_TUN, 5), 30)
             srv.wait(timeout=10)
-            print(f"# blackout: {label} for {cut_len:.0f} s; load average {' '.join(load())}", flush=True)
+            print(f"# blackout: {label} for {cut_len:.0f} s{', download' if args.reverse else ''}; load average {' '.join(load())}", flush=True)
             for r in range(1, args.runs + 1):
-                srv = iperf_server(name, SERVER_TUN, ["-i", "0.1", "--forceflush"])
-                stamps = Stamped(srv.stdout)
+                # Goodput is read where the data arrives, each 0.1-s report
+                # stamped as it is printed.
+                if args.reverse:
+                    srv = iperf_server(name, SERVER_TUN)
+                    cli = iperf_client(name, SERVER_TUN, total, ["-R", "-i", "0.1", "--forceflush"])
+                    stamps = Stamped(cli.stdout)
+                    cli.stamped = stamps
+                else:
+                    srv = iperf_server(name, SERVER_TUN, ["-i", "0.1", "--forceflush"])
+                    stamps = Stamped(srv.stdout)
                 stamps.start()
-                counters = Counters(name, 0.1)
+                counters = Counters(name, 0.1, "down" if args.reverse else "up")
                 counters.start()
-                cli = iperf_client(name, SERVER_TUN, total)
+                if not args.reverse:
+                    cli = iperf_client(name, SERVER_TUN, total)
                 t_start = time.monotonic()
                 time.sleep(cut_at - 1)
                 if args.verbose:
@@ -298,7 +330,11 @@ def blackout(args):
                      f"{specs[cut]},blackout=0s+{cut_len:g}s"])
                 t1 = time.monotonic()
                 t_cut = (t0 + t1) / 2
-                res = iperf_result(cli, total + 30)
+                if args.reverse:
+                    stamps.join(timeout=total + 30)
+                    res = iperf_text_result(cli, 10)
+                else:
+                    res = iperf_result(cli, total + 30)
                 srv.wait(timeout=10)
                 stamps.join(timeout=5)
                 counters.stop.set()
@@ -431,6 +467,8 @@ def main():
     p.add_argument("--pings", type=int, default=50, help="pings per phase (0.2 s apart)")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--only", action="append", help="run only the sets whose label starts so (repeatable)")
+    p.add_argument("--reverse", action="store_true",
+                   help="latency and blackout: download (iperf3 -R), the server's session sends")
     args = p.parse_args()
     if os.geteuid() != 0:
         sys.exit("tunnel-lab.py: needs root (network namespaces, TUN)")

@@ -7,6 +7,7 @@
 #   NO_RESEND=1 scripts/tunnel-tput.sh ...      # [tunnel] resend_losses = false
 #   IDLE=120 scripts/tunnel-tput.sh ...         # 120 s of idle tunnel before runs 2 and 3
 #   ECN=1 scripts/tunnel-tput.sh ...            # the inner TCP asks for ECN (client's net.ipv4.tcp_ecn=1)
+#   REVERSE=1 scripts/tunnel-tput.sh ...        # downloads (iperf3 -R): the server's session sends
 #   DURATION=30 scripts/tunnel-tput.sh ...      # 30-s runs instead of 10-s ones
 #   PINGS=30 scripts/tunnel-tput.sh ...         # 30 pings (50 ms apart) before runs 2 and 3: light traffic between transfers
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
