@@ -9,7 +9,14 @@
             until the path carries its share again after its return;
   veth      one CUBIC flow through the tunnel on two `direct` (plain veth)
             paths vs raw veth between the same namespaces, with CPU per
-            Gbit/s.
+            Gbit/s;
+  radio     a fixed line beside an LTE path that replays a capacity trace
+            (traces/): one 30-s CUBIC flow through the bond, through each
+            path alone and (with mptcpize) over kernel MPTCP, upload and
+            download, each on a fresh lab so that every run meets the same
+            stretch of the trace; goodput over the capacity the paths
+            offered in the run's window (--plain: also plain TCP on each
+            path alone, no tunnel).
 
 --reverse runs the transfers the other way (iperf3 -R): the server's
 session sends, and the blackout's goodput and path counters are read at
@@ -53,10 +60,10 @@ def lab_exec(name, side, argv):
     return [BRAID, "lab", "exec", "--name", name, side, "--"] + argv
 
 
-def lab_up(name, specs):
+def lab_up(name, specs, tunnel=True):
     run([BRAID, "lab", "down", "--name", name], check=False)
     LABS.append(name)
-    args = [BRAID, "lab", "up", "--tunnel", "--name", name, "--seed", "1"]
+    args = [BRAID, "lab", "up"] + (["--tunnel"] if tunnel else []) + ["--name", name, "--seed", "1"]
     for s in specs:
         args += ["--path", s]
     run(args, timeout=60)
@@ -460,13 +467,114 @@ def veth(args):
         lab_down(name)
 
 
+# ---------------------------------------------------------------- radio
+
+
+def trace_opportunities(path):
+    ops = [int(line) for line in open(path) if line.strip()]
+    return ops, ops[-1]
+
+
+def capacity_mbps(settings, traces, t0, t1):
+    """IP capacity in Mbit/s of one direction of an emulated path over the
+    emulator's time window [t0, t1) s: its rate, or its trace's 1500-byte
+    opportunities (the trace, a file named so in `traces`, repeats after
+    its last one)."""
+    if settings.get("rate_bps"):
+        return settings["rate_bps"] / 1e6
+    ops, period = trace_opportunities(os.path.join(traces, os.path.basename(settings["trace"])))
+
+    def before(ms):
+        full, rest = divmod(ms, period)
+        return full * len(ops) + sum(1 for o in ops if o < rest)
+
+    a, b = int(t0 * 1000), int(t1 * 1000)
+    return (before(b) - before(a)) * 1500 * 8 / ((b - a) / 1000) / 1e6
+
+
+def lab_json(name):
+    return json.loads(run([BRAID, "lab", "status", "--json", "--name", name], timeout=10).stdout)
+
+
+def radio(args):
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "traces")
+    t = lambda up, down: f"trace={os.path.join(root, up)}/{os.path.join(root, down)},30ms"
+    sets = [
+        ("8 Mbit/s at 10 ms + T-Mobile LTE at 30 ms",
+         ["8mbit,10ms", t("TMobile-LTE-short.up", "TMobile-LTE-short.down")]),
+        ("16 Mbit/s at 10 ms + Verizon LTE at 30 ms",
+         ["16mbit,10ms", t("Verizon-LTE-short.up", "Verizon-LTE-short.down")]),
+    ]
+    seconds = 30
+    mptcp = shutil.which("mptcpize") is not None
+    if not mptcp:
+        print("# no mptcpize (apt-get install mptcpd): kernel MPTCP runs left out", flush=True)
+    name = f"{LAB_PREFIX}-radio"
+    for label, specs in sets:
+        if args.only and not any(label.startswith(o) for o in args.only):
+            continue
+        print(f"# radio: {label}, one CUBIC flow, {seconds} s per run, a fresh lab each; "
+              f"load average {' '.join(load())}", flush=True)
+        flows = [("bond", specs, True)] + [(f"p{i + 1} alone", [s], True) for i, s in enumerate(specs)]
+        if mptcp:
+            flows.append(("kernel MPTCP", specs, False))
+        if args.plain:
+            # One TCP flow on one path with no tunnel: what the path gives
+            # TCP by itself (an MPTCP connection with no second subflow).
+            flows += [(f"p{i + 1} plain", [s], False) for i, s in enumerate(specs)]
+        for r in range(1, args.runs + 1):
+            for direction in ("up", "down"):
+                for flow, paths, tunnel in flows:
+                    lab_up(name, paths, tunnel)
+                    try:
+                        dest = SERVER_TUN if tunnel else SERVER_ADDR
+                        wrap = ["mptcpize", "run"] if flow == "kernel MPTCP" else []
+                        if flow == "kernel MPTCP":
+                            for ns in ("client", "server"):
+                                run(lab_exec(name, ns, ["ip", "mptcp", "limits", "set", "subflow", "8",
+                                                        "add_addr_accepted", "8"]))
+                            for i in range(2, len(paths) + 1):
+                                run(lab_exec(name, "client", ["ip", "mptcp", "endpoint", "add",
+                                                              f"198.18.{i}.2", "dev", f"p{i}", "subflow"]))
+                        time.sleep(1)
+                        srv = subprocess.Popen(lab_exec(name, "server", wrap + ["iperf3", "-s", "-1", "-B", dest]),
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        time.sleep(0.3)
+                        t0 = lab_json(name)["emulator"]["uptime_s"]
+                        out = run(lab_exec(name, "client", wrap + ["iperf3", "-c", dest, "-C", "cubic", "-t",
+                                                                    str(seconds), "-J"]
+                                           + (["-R"] if direction == "down" else [])),
+                                  timeout=seconds + 30, check=False)
+                        status = lab_json(name)
+                        t1 = status["emulator"]["uptime_s"]
+                        srv.wait(timeout=10)
+                        data = json.loads(out.stdout)
+                        if "error" in data:
+                            raise RuntimeError(f"iperf3: {data['error']}")
+                        end = data["end"]
+                        got = end["sum_received"]["bits_per_second"] / 1e6
+                        cap = sum(capacity_mbps(p[direction]["settings"], root, t0, t1) for p in status["paths"])
+                        print(f"run {r} {direction:4} {flow:12}: {got:6.2f} Mbit/s received of {cap:6.2f} offered "
+                              f"({got / cap:.3f}); sender {end['sum_sent']['bits_per_second'] / 1e6:.2f}, "
+                              f"{end['sum_sent'].get('retransmits')} retransmits; window {t0:.1f}-{t1:.1f} s; "
+                              f"load {' '.join(load())}", flush=True)
+                        if args.verbose:
+                            # The client's 1-s intervals: bytes it sent (up) or received (down).
+                            rates = [i["sum"]["bits_per_second"] / 1e6 for i in data["intervals"]]
+                            print("  per second:", " ".join(f"{v:.1f}" for v in rates), flush=True)
+                    finally:
+                        lab_down(name)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", nargs="+", choices=["latency", "blackout", "veth"])
+    p.add_argument("what", nargs="+", choices=["latency", "blackout", "veth", "radio"])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--pings", type=int, default=50, help="pings per phase (0.2 s apart)")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--only", action="append", help="run only the sets whose label starts so (repeatable)")
+    p.add_argument("--plain", action="store_true",
+                   help="radio: also one TCP flow on each path alone without the tunnel")
     p.add_argument("--reverse", action="store_true",
                    help="latency and blackout: download (iperf3 -R), the server's session sends")
     args = p.parse_args()
@@ -482,7 +590,7 @@ def main():
         print(f"# {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, {BRAID}, "
               f"commit {run(['git', 'rev-parse', '--short', 'HEAD'], check=False).stdout.strip()}", flush=True)
         for what in args.what:
-            {"latency": latency, "blackout": blackout, "veth": veth}[what](args)
+            {"latency": latency, "blackout": blackout, "veth": veth, "radio": radio}[what](args)
     finally:
         cleanup()
 
