@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The simulated counterpart of `tunnel-lab.py radio`: a fixed line beside
-an LTE path that replays a capacity trace, one CUBIC flow through the
+a radio path (LTE, or 3G while driving) that replays a capacity trace, one CUBIC flow through the
 tunnel's session (`braid bench --session --resend-losses`), upload and
 download, each started 1.5 s into the run (as the lab's flow starts on a
 fresh tunnel) and measured for 30 s. Each set runs over the traces rotated
 to six offsets (0, 23, ... 115 s), so that one figure rests on six
 stretches of each trace rather than one. Prints TCP goodput over the IP
-capacity the paths offered in the flow's window, per run and as means.
+capacity the paths offered in the flow's window, per run and as means,
+and how many runs fell below the fixed line alone.
 
     cargo build --release -p braid
     scripts/radio-sim.py                      # BRAID=... for another binary
@@ -27,9 +28,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "..", "traces")
 BRAID = os.environ.get("BRAID", "target/release/braid")
 OFFSETS = [0, 23, 46, 69, 92, 115]
+# (label, fixed line, the radio path's uplink and downlink traces, its one-way delay)
 SETS = [
-    ("8 Mbit/s at 10 ms + T-Mobile LTE at 30 ms", "8mbit,10ms", "TMobile-LTE-short"),
-    ("16 Mbit/s at 10 ms + Verizon LTE at 30 ms", "16mbit,10ms", "Verizon-LTE-short"),
+    ("8 Mbit/s at 10 ms + T-Mobile LTE at 30 ms", "8mbit,10ms",
+     "TMobile-LTE-short.up", "TMobile-LTE-short.down", "30ms"),
+    ("16 Mbit/s at 10 ms + Verizon LTE at 30 ms", "16mbit,10ms",
+     "Verizon-LTE-short.up", "Verizon-LTE-short.down", "30ms"),
+    # 3G while driving, one trace for both directions.
+    ("8 Mbit/s at 10 ms + Verizon 3G at 50 ms", "8mbit,10ms",
+     "Verizon-EVDO-driving.down", "Verizon-EVDO-driving.down", "50ms"),
 ]
 START, SECONDS = 1.5, 30.0
 
@@ -44,14 +51,12 @@ def capacity_mbps(ops, t0, t1):
 
 
 def run(job, tmp, extra):
-    label, fixed, trace, direction, offset = job
+    label, fixed, up, down, delay, direction, offset = job
     # The path's first file paces the client-to-server direction.
-    forward, back = ("up", "down") if direction == "up" else ("down", "up")
-    files = {}
-    for d in (forward, back):
-        files[d] = os.path.join(tmp, f"{trace}.{d}.{offset}")
+    forward, back = (up, down) if direction == "up" else (down, up)
+    files = {t: os.path.join(tmp, f"{t}.{offset}") for t in (up, down)}
     cmd = [BRAID, "bench", "--session", "--resend-losses", "--path", fixed,
-           "--path", f"trace={files[forward]}/{files[back]},30ms",
+           "--path", f"trace={files[forward]}/{files[back]},{delay}",
            "--traffic", f"tcp:cubic@{START}s", "--duration", f"{START + SECONDS}s", "--json"] + extra
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     tcp = json.loads(out.stdout)["flows"][0]["tcp"]
@@ -60,32 +65,44 @@ def run(job, tmp, extra):
     return tcp["goodput_bps"] / 1e6, cap, tcp["counters"]["fast_recoveries"]
 
 
+def fixed_alone(fixed, extra):
+    """TCP goodput in Mbit/s over the fixed line alone, the same window."""
+    cmd = [BRAID, "bench", "--session", "--resend-losses", "--path", fixed,
+           "--traffic", f"tcp:cubic@{START}s", "--duration", f"{START + SECONDS}s", "--json"] + extra
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["flows"][0]["tcp"]["goodput_bps"] / 1e6
+
+
 def main():
     extra = sys.argv[1:]
     if not os.access(BRAID, os.X_OK):
         sys.exit(f"radio-sim.py: no {BRAID}; run cargo build --release -p braid first")
     with tempfile.TemporaryDirectory(prefix="braid-radio-") as tmp:
-        for _, _, trace in SETS:
-            for d in ("up", "down"):
-                for off in OFFSETS:
-                    ops = rotate_trace.rotate(os.path.join(TRACES, f"{trace}.{d}"), off)
-                    with open(os.path.join(tmp, f"{trace}.{d}.{off}"), "w") as f:
-                        f.write("".join(f"{o}\n" for o in ops))
-        jobs = [(label, fixed, trace, d, off) for label, fixed, trace in SETS
-                for d in ("up", "down") for off in OFFSETS]
+        for trace in {t for _, _, up, down, _ in SETS for t in (up, down)}:
+            for off in OFFSETS:
+                ops = rotate_trace.rotate(os.path.join(TRACES, trace), off)
+                with open(os.path.join(tmp, f"{trace}.{off}"), "w") as f:
+                    f.write("".join(f"{o}\n" for o in ops))
+        # A radio path with one trace both ways needs one direction only.
+        jobs = [s + (d, off) for s in SETS for d in (("up",) if s[2] == s[3] else ("up", "down"))
+                for off in OFFSETS]
         with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             results = list(pool.map(lambda j: run(j, tmp, extra), jobs))
+            alone = dict(zip({s[1] for s in SETS}, pool.map(lambda f: fixed_alone(f, extra), {s[1] for s in SETS})))
     print(f"# {BRAID} bench --session --resend-losses, tcp:cubic@{START}s for {SECONDS:g} s, "
           f"trace offsets {', '.join(map(str, OFFSETS))} s")
-    print("| paths | direction | goodput / capacity (Mbit/s), per offset | mean share | inner fast recoveries |")
-    print("|---|---|---|---|---|")
+    print("| paths | direction | goodput / capacity (Mbit/s), per offset | mean share | inner fast recoveries "
+          "| the fixed line alone (Mbit/s) | runs below it |")
+    print("|---|---|---|---|---|---|---|")
     shares = []
-    for (label, _, _, d, _), chunk in zip(jobs[::len(OFFSETS)],
+    for (label, fixed, _, _, _, d, _), chunk in zip(jobs[::len(OFFSETS)],
                                           (results[i:i + len(OFFSETS)] for i in range(0, len(results), len(OFFSETS)))):
         share = [g / c for g, c, _ in chunk]
         shares += share
         cells = ", ".join(f"{g:.2f}/{c:.2f}" for g, c, _ in chunk)
-        print(f"| {label} | {d} | {cells} | {sum(share) / len(share):.3f} | {sum(r[2] for r in chunk)} |")
+        below = sum(1 for g, _, _ in chunk if g < alone[fixed])
+        print(f"| {label} | {d} | {cells} | {sum(share) / len(share):.3f} | {sum(r[2] for r in chunk)} "
+              f"| {alone[fixed]:.2f} | {below} of {len(chunk)} |")
     print(f"\nmean share over all {len(shares)} runs: {sum(shares) / len(shares):.3f}")
 
 

@@ -504,6 +504,10 @@ def radio(args):
          ["8mbit,10ms", t("TMobile-LTE-short.up", "TMobile-LTE-short.down")]),
         ("16 Mbit/s at 10 ms + Verizon LTE at 30 ms",
          ["16mbit,10ms", t("Verizon-LTE-short.up", "Verizon-LTE-short.down")]),
+        # 3G while driving, both ways: a path worth 0.5 Mbit/s with outages,
+        # where the bond must not fall below the fixed line alone.
+        ("8 Mbit/s at 10 ms + Verizon 3G at 50 ms",
+         ["8mbit,10ms", f"trace={os.path.join(root, 'Verizon-EVDO-driving.down')},50ms"]),
     ]
     seconds = 30
     mptcp = shutil.which("mptcpize") is not None
