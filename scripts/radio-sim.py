@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The simulated counterpart of `tunnel-lab.py radio`: a fixed line beside
-a radio path (LTE, or 3G while driving) that replays a capacity trace, one CUBIC flow through the
-tunnel's session (`braid bench --session --resend-losses`), upload and
+a radio path (LTE, or 3G while driving) that replays a capacity trace,
+one CUBIC flow through the tunnel's session (`braid bench --session
+--resend-losses`), upload and
 download, each started 1.5 s into the run (as the lab's flow starts on a
 fresh tunnel) and measured for 30 s. Each set runs over the traces rotated
 to six offsets (0, 23, ... 115 s), so that one figure rests on six
@@ -50,16 +51,22 @@ def capacity_mbps(ops, t0, t1):
     return sum(1 for o in ops if t0 * 1000 <= o < t1 * 1000) * 1500 * 8 / (t1 - t0) / 1e6
 
 
+def bench_tcp(paths, extra):
+    """The TCP flow's figures of one simulated run over `paths` (SPECs)."""
+    cmd = [BRAID, "bench", "--session", "--resend-losses"]
+    for p in paths:
+        cmd += ["--path", p]
+    cmd += ["--traffic", f"tcp:cubic@{START}s", "--duration", f"{START + SECONDS}s", "--json"] + extra
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["flows"][0]["tcp"]
+
+
 def run(job, tmp, extra):
     label, fixed, up, down, delay, direction, offset = job
     # The path's first file paces the client-to-server direction.
     forward, back = (up, down) if direction == "up" else (down, up)
     files = {t: os.path.join(tmp, f"{t}.{offset}") for t in (up, down)}
-    cmd = [BRAID, "bench", "--session", "--resend-losses", "--path", fixed,
-           "--path", f"trace={files[forward]}/{files[back]},{delay}",
-           "--traffic", f"tcp:cubic@{START}s", "--duration", f"{START + SECONDS}s", "--json"] + extra
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    tcp = json.loads(out.stdout)["flows"][0]["tcp"]
+    tcp = bench_tcp([fixed, f"trace={files[forward]}/{files[back]},{delay}"], extra)
     ops = [int(line) for line in open(files[forward])]
     cap = float(fixed.split("mbit")[0]) + capacity_mbps(ops, START, START + SECONDS)
     return tcp["goodput_bps"] / 1e6, cap, tcp["counters"]["fast_recoveries"]
@@ -67,10 +74,7 @@ def run(job, tmp, extra):
 
 def fixed_alone(fixed, extra):
     """TCP goodput in Mbit/s over the fixed line alone, the same window."""
-    cmd = [BRAID, "bench", "--session", "--resend-losses", "--path", fixed,
-           "--traffic", f"tcp:cubic@{START}s", "--duration", f"{START + SECONDS}s", "--json"] + extra
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)["flows"][0]["tcp"]["goodput_bps"] / 1e6
+    return bench_tcp([fixed], extra)["goodput_bps"] / 1e6
 
 
 def main():

@@ -137,12 +137,12 @@ def iperf_result(proc, timeout):
     }
 
 
-def iperf_text_result(proc, timeout):
-    """The totals of an iperf3 client's text output (for runs whose
+def iperf_text_result(proc, lines, timeout):
+    """The totals in `lines`, an iperf3 client's text output (for runs whose
     interval lines are read as they come, where -J would hold them back)."""
     proc.wait(timeout=timeout)
     res = {}
-    for _, line in proc.stamped.lines:
+    for line in lines:
         m = re.search(r"\s([0-9.]+) ([KMG])bits/sec\s+(\d+)?\s*(sender|receiver)\s*$", line)
         if m:
             mbps = float(m.group(1)) * {"K": 1e-3, "M": 1.0, "G": 1e3}[m.group(2)]
@@ -315,7 +315,6 @@ def blackout(args):
                     srv = iperf_server(name, SERVER_TUN)
                     cli = iperf_client(name, SERVER_TUN, total, ["-R", "-i", "0.1", "--forceflush"])
                     stamps = Stamped(cli.stdout)
-                    cli.stamped = stamps
                 else:
                     srv = iperf_server(name, SERVER_TUN, ["-i", "0.1", "--forceflush"])
                     stamps = Stamped(srv.stdout)
@@ -339,7 +338,7 @@ def blackout(args):
                 t_cut = (t0 + t1) / 2
                 if args.reverse:
                     stamps.join(timeout=total + 30)
-                    res = iperf_text_result(cli, 10)
+                    res = iperf_text_result(cli, [line for _, line in stamps.lines], 10)
                 else:
                     res = iperf_result(cli, total + 30)
                 srv.wait(timeout=10)
