@@ -419,6 +419,14 @@ impl Sender {
         self.paths.get_mut(path).is_some_and(|p| p.seed_rate(bps))
     }
 
+    /// Whether the session's packet trains failed to measure path `path`
+    /// (see `PathView::train_failed`). Out-of-range paths are ignored.
+    pub fn set_train_failed(&mut self, path: usize, failed: bool) {
+        if let Some(p) = self.paths.get_mut(path) {
+            p.train_failed = failed;
+        }
+    }
+
     /// The round trip the session measured on path `path` apart from
     /// data (see `PathView::probe_rtt`). Out-of-range paths are ignored.
     pub fn set_probe_rtt(&mut self, path: usize, rtt: Duration) {
@@ -905,6 +913,7 @@ impl Sender {
             srtt: p.rtt.srtt(),
             min_rtt: p.rtt.min_rtt(),
             probe_rtt: p.probe_rtt,
+            train_failed: p.train_failed,
             owd_us: p.owd.has_samples().then(|| p.owd.floor_us(now)),
             queueing: p.owd.queueing(now),
             bandwidth_bps: p.bandwidth_bps(),

@@ -96,6 +96,8 @@ pub struct PathSender {
     /// its last answered probe, or its handshake before one (see
     /// `PathView::probe_rtt`). The session's only copy.
     pub probe_rtt: Option<Duration>,
+    /// See `PathView::train_failed`; set by the session.
+    pub train_failed: bool,
     pub owd: OwdEstimator,
     pub kalman: KalmanRate,
     pub express: ExpressRate,
@@ -142,6 +144,7 @@ impl PathSender {
             cc,
             rtt: RttEstimator::default(),
             probe_rtt: None,
+            train_failed: false,
             owd: OwdEstimator::default(),
             kalman: KalmanRate::default(),
             express: ExpressRate::default(),

@@ -154,7 +154,13 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     let backlog = ctx.backlog_bytes > ctx.packet_bytes;
     let unmeasured =
         |p: &PathView| p.bandwidth_bps.is_none() || (backlog && p.kalman_bps.is_none());
-    if let Some(p) = paths().find(|p| p.can_send && unmeasured(p) && !p.suspect) {
+    // Not one whose packet train failed, though: a path too thin to pass
+    // a train (3G in a fade) took a transfer's first window, a second
+    // away, and the bond fell below the fixed line beside it
+    // (BENCHMARKS.md, "3G beside a fixed line"). It carries what the
+    // others cannot (`last_resort`), and that measures it.
+    let tried_first = |p: &PathView| unmeasured(p) && !p.suspect && !p.train_failed;
+    if let Some(p) = paths().find(|p| p.can_send && tried_first(p)) {
         return Decision::Send(PathSet::one(p.index));
     }
     // A down path (silent, see `path::Liveness`) gets only what the
@@ -298,6 +304,7 @@ mod tests {
             srtt: Some(Duration::from_millis(30)),
             min_rtt: Some(Duration::from_millis(20)),
             probe_rtt: None,
+            train_failed: false,
             owd_us: Some(15_000.0),
             queueing: Duration::ZERO,
             bandwidth_bps: Some(8e6),
@@ -339,6 +346,7 @@ mod tests {
             srtt: None,
             min_rtt: None,
             probe_rtt: Some(Duration::from_millis(probe_ms)),
+            train_failed: false,
             owd_us: None,
             queueing: Duration::ZERO,
             bandwidth_bps: Some(bps),
@@ -380,5 +388,25 @@ mod tests {
             }),
             far
         );
+    }
+
+    #[test]
+    fn a_path_whose_train_failed_is_not_tried_first() {
+        let far = Decision::Send(PathSet::one(0));
+        let near = Decision::Send(PathSet::one(1));
+        let unmeasured = |p: &mut PathView| {
+            if p.index == 0 {
+                p.bandwidth_bps = None;
+                p.kalman_bps = None;
+            }
+        };
+        // An unmeasured path is tried first ...
+        assert_eq!(first_pick(0.5e6, 8e6, unmeasured), far);
+        // ... unless its train failed: the measured path carries.
+        let failed = |p: &mut PathView| {
+            unmeasured(p);
+            p.train_failed = p.index == 0;
+        };
+        assert_eq!(first_pick(0.5e6, 8e6, failed), near);
     }
 }

@@ -89,6 +89,10 @@ pub struct PathView {
     /// its last answered probe's, or its handshake's before one (`None`
     /// without a session). Known before any data measures one.
     pub probe_rtt: Option<Duration>,
+    /// The session's packet train came back from the path too thin to
+    /// measure it, or not at all: a thin or lossy path (3G in a fade),
+    /// not given a transfer's first packets before its rate is known.
+    pub train_failed: bool,
     /// Smallest relative one-way delay seen, µs: the propagation part
     /// (comparable across paths only; the queue is in `queueing`).
     pub owd_us: Option<f64>,

@@ -24,6 +24,7 @@ fn view(index: usize) -> PathView {
         srtt: Some(Duration::from_millis(20)),
         min_rtt: Some(Duration::from_millis(20)),
         probe_rtt: None,
+        train_failed: false,
         owd_us: Some(10_000.0),
         queueing: Duration::ZERO,
         bandwidth_bps: Some(10e6),

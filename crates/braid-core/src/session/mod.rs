@@ -901,7 +901,10 @@ impl Session {
                 let p = &mut self.paths[usize::from(path)];
                 let ipv6 = p.remote.is_some_and(|r| r.is_ipv6());
                 let ip_overhead = crate::wire::ip_udp_overhead(ipv6);
-                if let Some(bps) = p.trains.on_report(report, ip_overhead) {
+                let measured = p.trains.on_report(report, ip_overhead);
+                self.sender
+                    .set_train_failed(usize::from(path), p.trains.failed());
+                if let Some(bps) = measured {
                     self.sender.seed_path_rate(usize::from(path), bps);
                     self.events.push_back(Event::PathMeasured {
                         path,
@@ -1397,6 +1400,8 @@ impl Session {
             }
             if self.train_due(i).is_some_and(|t| t <= now) {
                 let head = self.paths[i].trains.start(now);
+                self.sender
+                    .set_train_failed(i, self.paths[i].trains.failed());
                 let path = i as u8;
                 self.control_out
                     .extend((0..head.count).map(|index| Control::Train {

@@ -35,6 +35,14 @@ const TRAIN_ATTEMPTS: u8 = 3;
 /// coarse a spacing (a bottleneck queue that drops most of a train
 /// still lets this many through on any path worth measuring).
 const MIN_RECEIVED: u8 = 8;
+/// Fewer packets do, over a span this long at least: a thin path's queue
+/// drops most of a train, and the few that pass, spread this far, still
+/// give its rate (a 3G path while driving: 7 over 236 ms, 0.36 Mbit/s).
+/// Over a shorter span a bursty link misleads: a radio link delivers
+/// several packets in one millisecond, and 3 in 6 ms read 6 Mbit/s on a
+/// path carrying 0.4.
+const MIN_RECEIVED_LONG: u8 = 4;
+const LONG_SPAN: Duration = Duration::from_millis(50);
 /// Shortest span a report may give: below it the receiver's clock cannot
 /// tell the spacing from its batching (a path this fast finds its rate
 /// in a few round trips anyway).
@@ -57,6 +65,9 @@ pub(crate) struct PathTrains {
     attempts: u8,
     /// The rate the last report gave, IP bits per second.
     measured_bps: Option<f64>,
+    /// A train went without a usable report: none came before the next
+    /// was due, or it counted too few packets (not: too short a span).
+    failed: bool,
     receiving: Option<Receiving>,
 }
 
@@ -87,6 +98,7 @@ impl PathTrains {
     pub(crate) fn start(&mut self, now: Instant) -> TrainPacket {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
+        self.failed |= self.outstanding.is_some();
         self.outstanding = Some((id, now));
         self.attempts += 1;
         TrainPacket {
@@ -94,6 +106,13 @@ impl PathTrains {
             index: 0,
             count: TRAIN_PACKETS,
         }
+    }
+
+    /// A train failed to measure the path and none has measured it: a
+    /// path too thin or too lossy to pass one (see
+    /// `PathView::train_failed`).
+    pub(crate) fn failed(&self) -> bool {
+        self.failed && self.measured_bps.is_none()
     }
 
     /// The rate the last report gave, IP bits per second.
@@ -172,7 +191,12 @@ impl PathTrains {
         }
         self.outstanding = None;
         let span = Duration::from_micros(u64::from(r.span_us));
-        if r.received < MIN_RECEIVED || span < MIN_SPAN {
+        let enough =
+            r.received >= MIN_RECEIVED || (r.received >= MIN_RECEIVED_LONG && span >= LONG_SPAN);
+        // Too few packets: the path is thin or lossy. Too short a span
+        // with enough of them: it is fast, and traffic will measure it.
+        self.failed |= !enough;
+        if !enough || span < MIN_SPAN {
             return None;
         }
         let ip_bytes = u64::from(r.bytes) + u64::from(r.received) * ip_overhead as u64;
@@ -287,6 +311,54 @@ mod tests {
         let bps = s.on_report(least, 28).unwrap();
         assert_eq!(bps, f64::from(MIN_RECEIVED) * 1480.0 * 8.0 / 200e-6);
         assert_eq!(s.due(), None);
+    }
+
+    #[test]
+    fn a_thin_path_is_measured_by_a_few_packets_over_a_long_span_or_marked_failed() {
+        let report = |id, received, span_us| TrainReport {
+            id,
+            received,
+            bytes: 1452 * u32::from(received),
+            span_us,
+        };
+        // 3G: 7 of 32 over 236 ms.
+        let mut s = PathTrains::default();
+        let t = s.start(at_us(0));
+        let bps = s.on_report(report(t.id, 7, 236_000), 28).unwrap();
+        assert!((bps - 7.0 * 1480.0 * 8.0 / 0.236).abs() < 1.0, "{bps}");
+        assert!(!s.failed());
+        // The fewest over the shortest long span still measure ...
+        let mut s = PathTrains::default();
+        let t = s.start(at_us(0));
+        let least = report(t.id, MIN_RECEIVED_LONG, LONG_SPAN.as_micros() as u32);
+        assert!(s.on_report(least, 28).is_some());
+        // ... one packet fewer, or a span a millisecond shorter, do not,
+        // and mark the path failed until a train measures it.
+        for (received, span) in [
+            (MIN_RECEIVED_LONG - 1, LONG_SPAN),
+            (MIN_RECEIVED_LONG, LONG_SPAN - Duration::from_millis(1)),
+        ] {
+            let mut s = PathTrains::default();
+            let t = s.start(at_us(0));
+            assert!(!s.failed(), "pending, not failed");
+            let r = report(t.id, received, span.as_micros() as u32);
+            assert_eq!(s.on_report(r, 28), None);
+            assert!(s.failed());
+            let t = s.start(at_us(1_000_000));
+            assert!(s.failed(), "a retry does not clear it");
+            assert!(s.on_report(report(t.id, 31, 40_000), 28).is_some());
+            assert!(!s.failed(), "measured");
+        }
+        // Enough packets over too short a span: a fast path, not failed.
+        let mut s = PathTrains::default();
+        let t = s.start(at_us(0));
+        assert_eq!(s.on_report(report(t.id, 31, 150), 28), None);
+        assert!(!s.failed());
+        // No report before the retry is a failure.
+        let mut s = PathTrains::default();
+        s.start(at_us(0));
+        s.start(at_us(1_000_000));
+        assert!(s.failed());
     }
 
     #[test]
