@@ -17,13 +17,14 @@ and how many runs fell below the fixed line alone.
 Deterministic: the same binary prints the same figures on every machine.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+
+import mahimahi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.path.join(HERE, "..", "traces")
@@ -40,15 +41,6 @@ SETS = [
      "Verizon-EVDO-driving.down", "Verizon-EVDO-driving.down", "50ms"),
 ]
 START, SECONDS = 1.5, 30.0
-
-_spec = importlib.util.spec_from_file_location("rotate_trace", os.path.join(HERE, "rotate-trace.py"))
-rotate_trace = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rotate_trace)
-
-
-def capacity_mbps(ops, t0, t1):
-    """Mean capacity of a trace (1500-byte opportunities, ms) over [t0, t1) s."""
-    return sum(1 for o in ops if t0 * 1000 <= o < t1 * 1000) * 1500 * 8 / (t1 - t0) / 1e6
 
 
 def bench_tcp(paths, extra):
@@ -67,8 +59,8 @@ def run(job, tmp, extra):
     forward, back = (up, down) if direction == "up" else (down, up)
     files = {t: os.path.join(tmp, f"{t}.{offset}") for t in (up, down)}
     tcp = bench_tcp([fixed, f"trace={files[forward]}/{files[back]},{delay}"], extra)
-    ops = [int(line) for line in open(files[forward])]
-    cap = float(fixed.split("mbit")[0]) + capacity_mbps(ops, START, START + SECONDS)
+    radio = mahimahi.capacity_mbps(mahimahi.read(files[forward]), START, START + SECONDS)
+    cap = float(fixed.split("mbit")[0]) + radio
     return tcp["goodput_bps"] / 1e6, cap, tcp["counters"]["fast_recoveries"]
 
 
@@ -84,7 +76,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="braid-radio-") as tmp:
         for trace in {t for _, _, up, down, _ in SETS for t in (up, down)}:
             for off in OFFSETS:
-                ops = rotate_trace.rotate(os.path.join(TRACES, trace), off)
+                ops = mahimahi.rotate(mahimahi.read(os.path.join(TRACES, trace)), off)
                 with open(os.path.join(tmp, f"{trace}.{off}"), "w") as f:
                     f.write("".join(f"{o}\n" for o in ops))
         # A radio path with one trace both ways needs one direction only.

@@ -11,22 +11,7 @@ The rotated trace keeps the original's period and its opportunities.
 import argparse
 import sys
 
-
-def rotate(path, offset_s):
-    ops = [int(line) for line in open(path) if line.strip()]
-    if not ops:
-        sys.exit(f"{path}: no opportunities")
-    period = ops[-1]
-    off = round(offset_s * 1000) % period
-    # An opportunity at the period's end comes back at its end, not at 0
-    # (mahimahi timestamps start at 1).
-    return sorted(((o - off) % period) or period for o in ops)
-
-
-def constant(mbit, seconds):
-    per_ms = mbit * 1e6 / 8 / 1500 / 1000
-    n = round(seconds * 1000 * per_ms)
-    return [1 + int(i / per_ms) for i in range(n)]
+import mahimahi
 
 
 def main():
@@ -36,7 +21,10 @@ def main():
     ap.add_argument("a", help="trace file (or Mbit/s with --constant)")
     ap.add_argument("b", type=float, help="offset in seconds (or length in seconds with --constant)")
     args = ap.parse_args()
-    ops = constant(float(args.a), args.b) if args.constant else rotate(args.a, args.b)
+    if args.constant:
+        ops = mahimahi.constant(float(args.a), args.b)
+    else:
+        ops = mahimahi.rotate(mahimahi.read(args.a), args.b)
     sys.stdout.write("".join(f"{o}\n" for o in ops))
 
 

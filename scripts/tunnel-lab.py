@@ -42,6 +42,8 @@ import sys
 import threading
 import time
 
+import mahimahi
+
 BRAID = os.environ.get("BRAID", "target/release/braid")
 LAB_PREFIX = os.environ.get("LAB_PREFIX", "tl")
 SERVER_TUN = "10.77.0.1"
@@ -469,11 +471,6 @@ def veth(args):
 # ---------------------------------------------------------------- radio
 
 
-def trace_opportunities(path):
-    ops = [int(line) for line in open(path) if line.strip()]
-    return ops, ops[-1]
-
-
 def capacity_mbps(settings, traces, t0, t1):
     """IP capacity in Mbit/s of one direction of an emulated path over the
     emulator's time window [t0, t1) s: its rate, or its trace's 1500-byte
@@ -481,14 +478,8 @@ def capacity_mbps(settings, traces, t0, t1):
     its last one)."""
     if settings.get("rate_bps"):
         return settings["rate_bps"] / 1e6
-    ops, period = trace_opportunities(os.path.join(traces, os.path.basename(settings["trace"])))
-
-    def before(ms):
-        full, rest = divmod(ms, period)
-        return full * len(ops) + sum(1 for o in ops if o < rest)
-
-    a, b = int(t0 * 1000), int(t1 * 1000)
-    return (before(b) - before(a)) * 1500 * 8 / ((b - a) / 1000) / 1e6
+    ops = mahimahi.read(os.path.join(traces, os.path.basename(settings["trace"])))
+    return mahimahi.capacity_mbps(ops, t0, t1)
 
 
 def lab_json(name):

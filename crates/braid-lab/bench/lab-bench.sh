@@ -83,18 +83,15 @@ measure_rate() {
 # time window [FROM, TO) seconds: constant rate, or the trace's opportunities.
 capacity_mbit() {
     local index=$1 dir=$2 from=$3 to=$4
-    status_json | TRACES="$TRACES" python3 -c "
+    status_json | TRACES="$TRACES" SCRIPTS="$repo/scripts" python3 -c "
 import json, os, sys
+sys.path.insert(0, os.environ['SCRIPTS'])
+import mahimahi
 p = json.load(sys.stdin)['paths'][$index]['$dir']['settings']
 if p['rate_bps']:
     print('%.3f' % (p['rate_bps'] / 1e6)); sys.exit()
-ops = [int(l) for l in open(os.path.join(os.environ['TRACES'], p['trace'])) if l.strip()]
-period = ops[-1]
-def before(t_ms):
-    full, rem = divmod(t_ms, period)
-    return full * len(ops) + sum(1 for o in ops if o < rem)
-a, b = int(($from) * 1000), int(($to) * 1000)
-print('%.3f' % ((before(b) - before(a)) * 1500 * 8 / ((b - a) / 1000) / 1e6))"
+ops = mahimahi.read(os.path.join(os.environ['TRACES'], p['trace']))
+print('%.3f' % mahimahi.capacity_mbps(ops, $from, $to))"
 }
 
 if want rate; then
