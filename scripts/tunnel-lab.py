@@ -516,6 +516,8 @@ def radio(args):
             # One TCP flow on one path with no tunnel: what the path gives
             # TCP by itself (an MPTCP connection with no second subflow).
             flows += [(f"p{i + 1} plain", [s], False) for i, s in enumerate(specs)]
+        if args.flow:
+            flows = [f for f in flows if f[0] in args.flow]
         for r in range(1, args.runs + 1):
             for direction in ("up", "down"):
                 for flow, paths, tunnel in flows:
@@ -567,6 +569,9 @@ def main():
     p.add_argument("--pings", type=int, default=50, help="pings per phase (0.2 s apart)")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--only", action="append", help="run only the sets whose label starts so (repeatable)")
+    p.add_argument("--flow", action="append",
+                   help="radio: run only this comparison (bond, 'p1 alone', 'p2 alone', 'kernel MPTCP', "
+                        "'p1 plain', ...; repeatable)")
     p.add_argument("--plain", action="store_true",
                    help="radio: also one TCP flow on each path alone without the tunnel")
     p.add_argument("--reverse", action="store_true",
