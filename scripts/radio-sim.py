@@ -3,8 +3,9 @@
 a radio path (LTE, or 3G while driving) that replays a capacity trace,
 one CUBIC flow through the tunnel's session (`braid bench --session
 --resend-losses`), upload and
-download, each started 1.5 s into the run (as the lab's flow starts on a
-fresh tunnel) and measured for 30 s. Each set runs over the traces rotated
+download (`--download`: the server's session sends, as in the lab's
+`iperf3 -R`), each started 1.5 s into the run (as the lab's flow starts
+on a fresh tunnel) and measured for 30 s. Each set runs over the traces rotated
 to six offsets (0, 23, ... 115 s), so that one figure rests on six
 stretches of each trace rather than one. Prints TCP goodput over the IP
 capacity the paths offered in the flow's window, per run and as means,
@@ -13,6 +14,8 @@ and how many runs fell below the fixed line alone.
     cargo build --release -p braid
     scripts/radio-sim.py                      # BRAID=... for another binary
     scripts/radio-sim.py --scheduler min-rtt  # further bench flags
+    scripts/radio-sim.py --mirror             # downloads as before 2026-12-06: the client
+                                              # sends over the paths' directions swapped
 
 Deterministic: the same binary prints the same figures on every machine.
 """
@@ -43,9 +46,9 @@ SETS = [
 START, SECONDS = 1.5, 30.0
 
 
-def bench_tcp(paths, extra):
+def bench_tcp(paths, extra, download=False):
     """The TCP flow's figures of one simulated run over `paths` (SPECs)."""
-    cmd = [BRAID, "bench", "--session", "--resend-losses"]
+    cmd = [BRAID, "bench", "--session", "--resend-losses"] + (["--download"] if download else [])
     for p in paths:
         cmd += ["--path", p]
     cmd += ["--traffic", f"tcp:cubic@{START}s", "--duration", f"{START + SECONDS}s", "--json"] + extra
@@ -53,24 +56,30 @@ def bench_tcp(paths, extra):
     return json.loads(out.stdout)["flows"][0]["tcp"]
 
 
-def run(job, tmp, extra):
+def run(job, tmp, extra, mirror):
     label, fixed, up, down, delay, direction, offset = job
-    # The path's first file paces the client-to-server direction.
-    forward, back = (up, down) if direction == "up" else (down, up)
     files = {t: os.path.join(tmp, f"{t}.{offset}") for t in (up, down)}
-    tcp = bench_tcp([fixed, f"trace={files[forward]}/{files[back]},{delay}"], extra)
-    radio = mahimahi.capacity_mbps(mahimahi.read(files[forward]), START, START + SECONDS)
+    # The path's first file paces the client-to-server direction.
+    data = up if direction == "up" else down
+    if mirror:
+        spec = f"trace={files[data]}/{files[up if data == down else down]}"
+    else:
+        spec = f"trace={files[up]}/{files[down]}"
+    download = direction == "down" and not mirror
+    tcp = bench_tcp([fixed, f"{spec},{delay}"], extra, download)
+    radio = mahimahi.capacity_mbps(mahimahi.read(files[data]), START, START + SECONDS)
     cap = float(fixed.split("mbit")[0]) + radio
     return tcp["goodput_bps"] / 1e6, cap, tcp["counters"]["fast_recoveries"]
 
 
-def fixed_alone(fixed, extra):
+def fixed_alone(fixed, extra, download):
     """TCP goodput in Mbit/s over the fixed line alone, the same window."""
-    return bench_tcp([fixed], extra)["goodput_bps"] / 1e6
+    return bench_tcp([fixed], extra, download)["goodput_bps"] / 1e6
 
 
 def main():
-    extra = sys.argv[1:]
+    mirror = "--mirror" in sys.argv[1:]
+    extra = [a for a in sys.argv[1:] if a != "--mirror"]
     if not os.access(BRAID, os.X_OK):
         sys.exit(f"radio-sim.py: no {BRAID}; run cargo build --release -p braid first")
     with tempfile.TemporaryDirectory(prefix="braid-radio-") as tmp:
@@ -79,14 +88,18 @@ def main():
                 ops = mahimahi.rotate(mahimahi.read(os.path.join(TRACES, trace)), off)
                 with open(os.path.join(tmp, f"{trace}.{off}"), "w") as f:
                     f.write("".join(f"{o}\n" for o in ops))
-        # A radio path with one trace both ways needs one direction only.
-        jobs = [s + (d, off) for s in SETS for d in (("up",) if s[2] == s[3] else ("up", "down"))
+        # Mirrored, a radio path with one trace both ways needs one
+        # direction only; otherwise the two differ in who sends.
+        jobs = [s + (d, off) for s in SETS for d in (("up",) if mirror and s[2] == s[3] else ("up", "down"))
                 for off in OFFSETS]
+        lines = sorted({(s[1], d) for s in SETS for d in ("up", "down")})
         with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-            results = list(pool.map(lambda j: run(j, tmp, extra), jobs))
-            alone = dict(zip({s[1] for s in SETS}, pool.map(lambda f: fixed_alone(f, extra), {s[1] for s in SETS})))
+            results = list(pool.map(lambda j: run(j, tmp, extra, mirror), jobs))
+            alone = dict(zip(lines, pool.map(lambda l: fixed_alone(l[0], extra, l[1] == "down" and not mirror),
+                                             lines)))
     print(f"# {BRAID} bench --session --resend-losses, tcp:cubic@{START}s for {SECONDS:g} s, "
-          f"trace offsets {', '.join(map(str, OFFSETS))} s")
+          f"trace offsets {', '.join(map(str, OFFSETS))} s; downloads "
+          + ("by the client over the paths mirrored" if mirror else "sent by the server (--download)"))
     print("| paths | direction | goodput / capacity (Mbit/s), per offset | mean share | inner fast recoveries "
           "| the fixed line alone (Mbit/s) | runs below it |")
     print("|---|---|---|---|---|---|---|")
@@ -96,9 +109,9 @@ def main():
         share = [g / c for g, c, _ in chunk]
         shares += share
         cells = ", ".join(f"{g:.2f}/{c:.2f}" for g, c, _ in chunk)
-        below = sum(1 for g, _, _ in chunk if g < alone[fixed])
+        below = sum(1 for g, _, _ in chunk if g < alone[(fixed, d)])
         print(f"| {label} | {d} | {cells} | {sum(share) / len(share):.3f} | {sum(r[2] for r in chunk)} "
-              f"| {alone[fixed]:.2f} | {below} of {len(chunk)} |")
+              f"| {alone[(fixed, d)]:.2f} | {below} of {len(chunk)} |")
     print(f"\nmean share over all {len(shares)} runs: {sum(shares) / len(shares):.3f}")
 
 

@@ -2,11 +2,12 @@
 //! [`Session`] and a server [`Endpoint`] (handshake, encryption, probes,
 //! path state, rekeying) over the same simulated links as [`crate::sim`],
 //! with the same traffic sources ([`Flows`]). Traffic flows client to
-//! server, each source (and TCP connection) its own flow in the send
-//! queue; the server sends feedback, probe answers and handshake responses
-//! back, and TCP ACKs as inner packets through its own session, as the
-//! real tunnel carries them. Keys and every random choice come
-//! from the scenario's seed, so runs are reproducible to the packet.
+//! server (or, for a download, server to client), each source (and TCP
+//! connection) its own flow in the send queue; the other end sends
+//! feedback, probe answers and handshake responses back, and TCP ACKs as
+//! inner packets through its own session, as the real tunnel carries them.
+//! Keys and every random choice come from the scenario's seed, so runs
+//! are reproducible to the packet.
 //!
 //! Scripted incidents ([`SessionSpec`]): a NAT rebinding of a path (the
 //! client's address on it changes), a server restart (the endpoint is
@@ -17,10 +18,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use braid_core::crypto::{PublicKey, StaticKeypair};
+use braid_core::reseq::Delivery;
+use braid_core::sender::Sender;
 use braid_core::session::{
     tunnel_mtu, ClientConfig, DropCounters, Endpoint, EndpointConfig, Event, PathConfig,
-    PeerConfig, Session, SessionConfig, MAX_DATAGRAM_LEN,
+    PeerConfig, PeerId, Session, SessionConfig, MAX_DATAGRAM_LEN,
 };
+use braid_core::time::Instant;
 use braid_core::wire::IP_UDP_OVERHEAD;
 use rand::SeedableRng;
 use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
@@ -46,6 +50,57 @@ pub struct SessionSpec {
     pub server_restart_at: Option<Duration>,
     /// The client uses a key pair the server does not know.
     pub unknown_client: bool,
+    /// The traffic flows server to client: the server's session sends it
+    /// and the client's sends its ACKs (paths are still given client
+    /// side: a SPEC's first rate is the client's uplink, which then
+    /// carries the ACKs). The report's figures are of the data's
+    /// direction.
+    pub download: bool,
+}
+
+/// One end of the tunnel as the traffic sees it: where packets go in and
+/// come out.
+trait FlowEnd {
+    fn deliver(&mut self) -> Option<Delivery>;
+    /// Offers a packet; a full queue or a session not up yet loses it,
+    /// as it would any inner packet.
+    fn send(&mut self, now: Instant, flow: u64, packet: Vec<u8>);
+    /// Its sender, once its session exists.
+    fn sender(&self) -> Option<&Sender>;
+}
+
+impl FlowEnd for Session {
+    fn deliver(&mut self) -> Option<Delivery> {
+        self.poll_deliver()
+    }
+
+    fn send(&mut self, now: Instant, flow: u64, packet: Vec<u8>) {
+        let _ = self.send_flow(now, flow, packet);
+    }
+
+    fn sender(&self) -> Option<&Sender> {
+        Some(Session::sender(self))
+    }
+}
+
+/// The server's end, for its one client.
+struct ServerEnd<'a> {
+    endpoint: &'a mut Endpoint,
+    peer: PeerId,
+}
+
+impl FlowEnd for ServerEnd<'_> {
+    fn deliver(&mut self) -> Option<Delivery> {
+        self.endpoint.poll_deliver().map(|(_, d)| d)
+    }
+
+    fn send(&mut self, now: Instant, flow: u64, packet: Vec<u8>) {
+        let _ = self.endpoint.send_flow(now, self.peer, flow, packet);
+    }
+
+    fn sender(&self) -> Option<&Sender> {
+        self.endpoint.session(self.peer).map(Session::sender)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -166,6 +221,16 @@ pub(crate) fn run(
             1500 - MAX_SESSION_PAYLOAD
         )));
     }
+    // A download's data goes on each path's down link: the scenario seen
+    // from the data's side has up and down swapped, so that the report
+    // (which reads the up links) describes the data's direction.
+    let mirrored;
+    let s = if spec.download {
+        mirrored = s.mirrored();
+        &mirrored
+    } else {
+        s
+    };
     let mut keys_rng = ChaCha20Rng::seed_from_u64(s.seed ^ 0x5e55_1011);
     let server_key = keypair(&mut keys_rng);
     let client_key = keypair(&mut keys_rng);
@@ -197,6 +262,10 @@ pub(crate) fn run(
         .map_err(|e| SimError::Session(e.to_string()))?;
     let mut server = endpoint(&config, &server_key, client_key.public, seed(&mut keys_rng));
     let server_addr: SocketAddr = SERVER_ADDR.parse().expect("valid address");
+    let peer = server.peer_id(&client_key.public).expect("configured peer");
+    // Each side's datagrams, and on which of a path's two links: the data
+    // always on the first (see `mirrored` above).
+    let (client_link, server_link) = if spec.download { (1, 0) } else { (0, 1) };
 
     let mut master = ChaCha8Rng::seed_from_u64(s.seed);
     let mut links = build_links(s, &mut master);
@@ -224,7 +293,8 @@ pub(crate) fn run(
     loop {
         // Sources start once the tunnel is up, as an application would
         // (a TCP connection opened before would lose its first window).
-        started |= client.is_connected();
+        started |= client.is_connected()
+            && (!spec.download || server.session(peer).is_some_and(Session::is_connected));
         let t_source = flows.next_event().filter(|_| started);
         let t_event = events.peek_time();
         let t_client = client
@@ -262,9 +332,11 @@ pub(crate) fn run(
         } else if t_event == Some(now) {
             let mut e = events.pop().expect("peeked");
             let path = usize::from(e.path);
+            if (e.hop == Hop::Down) == spec.download && e.hop != Hop::TcpAck {
+                metrics.on_path_arrival(path, now, e.data.len() + IP_UDP_OVERHEAD);
+            }
             match e.hop {
                 Hop::Up => {
-                    metrics.on_path_arrival(path, now, e.data.len() + IP_UDP_OVERHEAD);
                     let from = client_addr(path, generation[path]);
                     let _ = server.handle_datagram(server_now, from, &mut e.data);
                 }
@@ -286,29 +358,49 @@ pub(crate) fn run(
 
         // Deliveries first: what they cause (ACKs, new segments) leaves in
         // this step.
-        while let Some((peer, d)) = server.poll_deliver() {
-            metrics.on_delivered(&d, now);
-            if let Some(a) = flows.on_delivered(&d, now) {
-                // A full queue loses the ACK, as it would any inner packet.
-                let _ = server.send_flow(server_now, peer, a.flow(), a.encode());
+        {
+            let mut server_end = ServerEnd {
+                endpoint: &mut server,
+                peer,
+            };
+            let ((sender, sender_now), (receiver, receiver_now)): (
+                (&mut dyn FlowEnd, _),
+                (&mut dyn FlowEnd, _),
+            ) = if spec.download {
+                ((&mut server_end, server_now), (&mut client, client_now))
+            } else {
+                ((&mut client, client_now), (&mut server_end, server_now))
+            };
+            while let Some(d) = receiver.deliver() {
+                metrics.on_delivered(&d, now);
+                if let Some(a) = flows.on_delivered(&d, now) {
+                    receiver.send(receiver_now, a.flow(), a.encode());
+                }
             }
-        }
-        while let Some(d) = client.poll_deliver() {
-            if let Some(a) = AckInFlight::decode(&d.payload) {
-                flows.on_ack(now, &a);
+            while let Some(d) = sender.deliver() {
+                if let Some(a) = AckInFlight::decode(&d.payload) {
+                    flows.on_ack(now, &a);
+                }
             }
-        }
-        metrics.on_sender_state(now, client.sender());
-        if started {
-            flows.poll(now, |p| metrics.on_offered(p, now), &mut outgoing);
-        }
-        for o in outgoing.drain(..) {
-            // Not connected yet or queue full: application loss, counted.
-            let _ = client.send_flow(client_now, o.flow, o.payload);
+            if let Some(s) = sender.sender() {
+                metrics.on_sender_state(now, s);
+            }
+            if started {
+                flows.poll(now, |p| metrics.on_offered(p, now), &mut outgoing);
+            }
+            for o in outgoing.drain(..) {
+                // Not connected yet or queue full: application loss, counted.
+                sender.send(sender_now, o.flow, o.payload);
+            }
         }
         while let Some(t) = client.poll_transmit(client_now, &mut buf) {
+            let link = &mut links[usize::from(t.path)];
             forward(
-                &mut links[usize::from(t.path)].0,
+                if client_link == 0 {
+                    &mut link.0
+                } else {
+                    &mut link.1
+                },
                 now,
                 Hop::Up,
                 t.path,
@@ -322,8 +414,13 @@ pub(crate) fn run(
             // of the path's current address.
             let path = (0..s.paths.len()).find(|&i| client_addr(i, generation[i]) == t.remote);
             if let Some(path) = path {
+                let link = &mut links[path];
                 forward(
-                    &mut links[path].1,
+                    if server_link == 0 {
+                        &mut link.0
+                    } else {
+                        &mut link.1
+                    },
                     now,
                     Hop::Down,
                     path as u8,
@@ -339,15 +436,20 @@ pub(crate) fn run(
             records.push(record(now, Side::Server, e));
         }
     }
-    let peer = server.peer_id(&client_key.public).expect("configured peer");
-    let reseq = server
-        .session(peer)
-        .map(|sess| sess.receiver().resequencer().counters.clone())
-        .unwrap_or_default();
+    let (data_sender, data_receiver) = match server.session(peer) {
+        Some(sess) if spec.download => (sess, &client),
+        Some(sess) => (&client, sess),
+        None => (&client, &client),
+    };
+    let reseq = if server.session(peer).is_some() {
+        data_receiver.receiver().resequencer().counters.clone()
+    } else {
+        Default::default()
+    };
     let client_stats = client.stats(client_clock.read(now));
     let mut server_drops = total_server_drops(&server, server_clock.read(now));
     server_drops.merge(&server_drops_before_restart);
-    let view = SenderView::of(client.sender(), s.paths.len());
+    let view = SenderView::of(data_sender.sender(), s.paths.len());
     let mut report = metrics.finish(s, &view, &reseq, &links);
     report.flows = flows.report(ideal);
     report.session = Some(SessionReport {

@@ -113,6 +113,16 @@ impl Scenario {
         }
     }
 
+    /// The scenario with each path's two directions swapped: a download
+    /// seen from the data's side.
+    pub fn mirrored(&self) -> Scenario {
+        let mut m = self.clone();
+        for p in &mut m.paths {
+            std::mem::swap(&mut p.up, &mut p.down);
+        }
+        m
+    }
+
     /// The most application traffic the paths could carry in the run.
     pub fn ideal_goodput_bps(&self) -> f64 {
         let capacity: f64 = self

@@ -407,3 +407,40 @@ fn a_session_that_resends_hides_a_lossy_paths_loss_from_tcp() {
         "{plain:?} {resent:?}"
     );
 }
+
+#[test]
+fn a_download_goes_through_the_servers_session_on_the_down_links() {
+    // Uplinks of 4 and 1 Mbit/s, downlinks of 8 and 2: one TCP flow
+    // server to client.
+    let paths = ["4mbit/8mbit,10ms", "1mbit/2mbit,40ms"];
+    let spec = SessionSpec {
+        download: true,
+        ..SessionSpec::default()
+    };
+    let r = run(&scenario(&paths, "tcp:cubic", 10, spec)).unwrap();
+    // The figures are of the down links.
+    assert!((r.capacity_bps - 10e6).abs() < 1.0, "{}", r.capacity_bps);
+    let goodput = |r: &Report| r.flows[0].tcp.as_ref().expect("a TCP flow").goodput_bps;
+    // More than the uplinks could carry at all: the data went down.
+    assert!(goodput(&r) > 8e6, "{}", goodput(&r));
+    // The server's sender carried it, on both paths.
+    assert!(
+        r.paths.iter().all(|p| p.sender.sent_packets > 1000),
+        "{:?}",
+        r.paths
+    );
+    assert!(session(&r).server_drops.is_empty());
+    // The same paths as an upload: the uplinks' figures.
+    let up = run(&scenario(&paths, "tcp:cubic", 10, SessionSpec::default())).unwrap();
+    assert!((up.capacity_bps - 5e6).abs() < 1.0, "{}", up.capacity_bps);
+    assert!(goodput(&up) < 5e6, "{}", goodput(&up));
+    // An upload over the paths turned round meets the same links from
+    // the client's side: within 5 % of the download.
+    let turned = ["8mbit/4mbit,10ms", "2mbit/1mbit,40ms"];
+    let mirrored = run(&scenario(&turned, "tcp:cubic", 10, SessionSpec::default())).unwrap();
+    let (a, b) = (goodput(&r), goodput(&mirrored));
+    assert!(
+        (a - b).abs() < 0.05 * b,
+        "download {a}, mirrored upload {b}"
+    );
+}

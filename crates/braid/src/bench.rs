@@ -121,6 +121,11 @@ pub struct BenchArgs {
     /// path handling count in the figures
     #[arg(long)]
     pub session: bool,
+    /// With --session: the traffic flows server to client (the server's
+    /// session sends it, as in a download); paths are still given client
+    /// side (RATE up/down), and the figures are of the data's direction
+    #[arg(long, requires = "session")]
+    pub download: bool,
     /// Draw per-path throughput and in-order goodput over time to a PNG
     #[arg(long, value_name = "FILE.png")]
     pub plot: Option<PathBuf>,
@@ -233,7 +238,10 @@ pub fn scenario(args: &BenchArgs) -> Result<Scenario, Failure> {
         }
         (_, payload) => s.payload_bytes = payload.unwrap_or(1400),
     }
-    s.session = args.session.then(SessionSpec::default);
+    s.session = args.session.then(|| SessionSpec {
+        download: args.download,
+        ..SessionSpec::default()
+    });
     s.resend_losses = args.resend_losses;
     s.reseq_mode = if args.unordered {
         ReseqMode::PassThrough
