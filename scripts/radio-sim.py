@@ -2,11 +2,10 @@
 """The simulated counterpart of `tunnel-lab.py radio`: a fixed line beside
 a radio path (LTE, or 3G while driving) that replays a capacity trace,
 one CUBIC flow through the tunnel's session (`braid bench --session
---resend-losses`), upload and
-download (`--download`: the server's session sends, as in the lab's
-`iperf3 -R`), each started 1.5 s into the run (as the lab's flow starts
-on a fresh tunnel) and measured for 30 s. Each set runs over the traces rotated
-to six offsets (0, 23, ... 115 s), so that one figure rests on six
+--resend-losses`), upload and download (`--download`: the server's
+session sends, as in the lab's `iperf3 -R`), each started 1.5 s into the
+run (as the lab's flow starts on a fresh tunnel) and measured for 30 s.
+Each set runs over the traces rotated to six offsets (0, 23, ... 115 s), so that one figure rests on six
 stretches of each trace rather than one. Prints TCP goodput over the IP
 capacity the paths offered in the flow's window, per run and as means,
 and how many runs fell below the fixed line alone.
@@ -59,14 +58,13 @@ def bench_tcp(paths, extra, download=False):
 def run(job, tmp, extra, mirror):
     label, fixed, up, down, delay, direction, offset = job
     files = {t: os.path.join(tmp, f"{t}.{offset}") for t in (up, down)}
-    # The path's first file paces the client-to-server direction.
-    data = up if direction == "up" else down
-    if mirror:
-        spec = f"trace={files[data]}/{files[up if data == down else down]}"
-    else:
-        spec = f"trace={files[up]}/{files[down]}"
+    # The data's trace, and the other direction's.
+    data, back = (up, down) if direction == "up" else (down, up)
+    # The path's first file paces the client-to-server direction; mirrored,
+    # the client sends the download over the paths turned round.
+    first, second = (data, back) if mirror else (up, down)
     download = direction == "down" and not mirror
-    tcp = bench_tcp([fixed, f"{spec},{delay}"], extra, download)
+    tcp = bench_tcp([fixed, f"trace={files[first]}/{files[second]},{delay}"], extra, download)
     radio = mahimahi.capacity_mbps(mahimahi.read(files[data]), START, START + SECONDS)
     cap = float(fixed.split("mbit")[0]) + radio
     return tcp["goodput_bps"] / 1e6, cap, tcp["counters"]["fast_recoveries"]

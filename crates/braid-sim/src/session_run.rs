@@ -31,6 +31,7 @@ use rand_chacha::{ChaCha20Rng, ChaCha8Rng};
 use serde::Serialize;
 
 use crate::flows::{AckInFlight, Flows, Outgoing, TAG_BYTES};
+use crate::link::Link;
 use crate::metrics::{Metrics, Report, SenderView};
 use crate::sim::{build_links, forward, Events, Hop, Scenario, SimError, DRAIN};
 use crate::traffic::TrafficSpec;
@@ -263,9 +264,10 @@ pub(crate) fn run(
     let mut server = endpoint(&config, &server_key, client_key.public, seed(&mut keys_rng));
     let server_addr: SocketAddr = SERVER_ADDR.parse().expect("valid address");
     let peer = server.peer_id(&client_key.public).expect("configured peer");
-    // Each side's datagrams, and on which of a path's two links: the data
-    // always on the first (see `mirrored` above).
-    let (client_link, server_link) = if spec.download { (1, 0) } else { (0, 1) };
+    // The data's side of each path is its first link (see `mirrored`
+    // above), and datagrams arriving there are the data's.
+    let client_sends_data = !spec.download;
+    let data_hop = if spec.download { Hop::Down } else { Hop::Up };
 
     let mut master = ChaCha8Rng::seed_from_u64(s.seed);
     let mut links = build_links(s, &mut master);
@@ -332,7 +334,7 @@ pub(crate) fn run(
         } else if t_event == Some(now) {
             let mut e = events.pop().expect("peeked");
             let path = usize::from(e.path);
-            if (e.hop == Hop::Down) == spec.download && e.hop != Hop::TcpAck {
+            if e.hop == data_hop {
                 metrics.on_path_arrival(path, now, e.data.len() + IP_UDP_OVERHEAD);
             }
             match e.hop {
@@ -394,13 +396,8 @@ pub(crate) fn run(
             }
         }
         while let Some(t) = client.poll_transmit(client_now, &mut buf) {
-            let link = &mut links[usize::from(t.path)];
             forward(
-                if client_link == 0 {
-                    &mut link.0
-                } else {
-                    &mut link.1
-                },
+                link_of(&mut links[usize::from(t.path)], client_sends_data),
                 now,
                 Hop::Up,
                 t.path,
@@ -414,13 +411,8 @@ pub(crate) fn run(
             // of the path's current address.
             let path = (0..s.paths.len()).find(|&i| client_addr(i, generation[i]) == t.remote);
             if let Some(path) = path {
-                let link = &mut links[path];
                 forward(
-                    if server_link == 0 {
-                        &mut link.0
-                    } else {
-                        &mut link.1
-                    },
+                    link_of(&mut links[path], !client_sends_data),
                     now,
                     Hop::Down,
                     path as u8,
@@ -436,15 +428,11 @@ pub(crate) fn run(
             records.push(record(now, Side::Server, e));
         }
     }
-    let (data_sender, data_receiver) = match server.session(peer) {
-        Some(sess) if spec.download => (sess, &client),
-        Some(sess) => (&client, sess),
-        None => (&client, &client),
-    };
-    let reseq = if server.session(peer).is_some() {
-        data_receiver.receiver().resequencer().counters.clone()
-    } else {
-        Default::default()
+    let reseq_counters = |s: &Session| s.receiver().resequencer().counters.clone();
+    let (data_sender, reseq) = match server.session(peer) {
+        Some(sess) if spec.download => (sess, reseq_counters(&client)),
+        Some(sess) => (&client, reseq_counters(sess)),
+        None => (&client, Default::default()),
     };
     let client_stats = client.stats(client_clock.read(now));
     let mut server_drops = total_server_drops(&server, server_clock.read(now));
@@ -463,6 +451,15 @@ pub(crate) fn run(
         overhead_bytes_per_packet: braid_core::session::SESSION_OVERHEAD + IP_UDP_OVERHEAD,
     });
     Ok(report)
+}
+
+/// A path's link in the data's direction (its first), or the other one.
+fn link_of(pair: &mut (Link, Link), data: bool) -> &mut Link {
+    if data {
+        &mut pair.0
+    } else {
+        &mut pair.1
+    }
 }
 
 /// The endpoint's drops and its session's.
