@@ -1203,6 +1203,7 @@ impl Session {
             take(self.probe_due(i));
             take(self.train_due(i));
             take(p.trains.report_due());
+            take(p.trains.expires_at());
         }
         take(self.handshake_due());
         take(self.stream.as_ref().and_then(|s| s.poll_timeout()));
@@ -1397,6 +1398,10 @@ impl Session {
                     path: i as u8,
                     report,
                 });
+            }
+            if self.paths[i].trains.expire(now) {
+                self.sender
+                    .set_train_failed(i, self.paths[i].trains.failed());
             }
             if self.train_due(i).is_some_and(|t| t <= now) {
                 let head = self.paths[i].trains.start(now);

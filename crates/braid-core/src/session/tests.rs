@@ -2109,6 +2109,35 @@ fn trains_wait_for_quiet_and_can_be_switched_off() {
         .any(|(_, e)| matches!(e, Event::PathMeasured { path: 0, .. })));
 }
 
+#[test]
+fn a_train_left_without_a_report_fails_its_path_while_traffic_holds_the_retry() {
+    let mut pair = Pair::new(&[10, 40]);
+    pair.links[0].rate_bps = Some(8e6);
+    pair.links[1].rate_bps = Some(2e6);
+    // The client's train on path 1 leaves once the session is quiet ...
+    let train_bytes = u64::from(train::TRAIN_PACKETS) * 1400;
+    while pair.client.stats(pair.now).paths[1].tx_bytes < train_bytes {
+        pair.run_for(ms(1));
+        assert!(pair.now < Instant::ZERO + ms(3000), "no train");
+    }
+    let left = pair.now;
+    // ... and its report, from the server on the same path, is lost: the
+    // path's downlink fades. Traffic from now on keeps a retry from going.
+    pair.links[1].back_up = false;
+    let failed = |pair: &Pair, path: usize| pair.client.sender().path(path).train_failed;
+    pair.exchange(15, ms(50));
+    assert!(pair.now < left + ms(1000));
+    assert!(!failed(&pair, 1), "pending, not failed yet");
+    pair.exchange(10, ms(50));
+    assert!(pair.now >= left + ms(1000));
+    assert!(failed(&pair, 1), "no report within the retry interval");
+    assert!(!failed(&pair, 0));
+    assert!(!pair
+        .client_events
+        .iter()
+        .any(|(_, e)| matches!(e, Event::PathMeasured { path: 1, .. })));
+}
+
 /// A path whose round trip is longer than the silence limit (a satellite
 /// hop: 300 ms one way) is not marked down while it answers: the time a
 /// probe takes to come back counts in its silence.

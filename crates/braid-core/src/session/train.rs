@@ -65,8 +65,9 @@ pub(crate) struct PathTrains {
     attempts: u8,
     /// The rate the last report gave, IP bits per second.
     measured_bps: Option<f64>,
-    /// A train went without a usable report: none came before the next
-    /// was due, or it counted too few packets (not: too short a span).
+    /// A train went without a usable report: none came within
+    /// [`TRAIN_RETRY`], or it counted too few packets (not: too short a
+    /// span).
     failed: bool,
     receiving: Option<Receiving>,
 }
@@ -113,6 +114,27 @@ impl PathTrains {
     /// `PathView::train_failed`).
     pub(crate) fn failed(&self) -> bool {
         self.failed && self.measured_bps.is_none()
+    }
+
+    /// When the outstanding train counts as failed for want of a report:
+    /// [`TRAIN_RETRY`] after it left, whether or not a retry may go then.
+    /// A retry waits for a quiet session, so a transfer that starts while
+    /// the report is still awaited kept the path "unmeasured", tried
+    /// first with its packets, for as long as it ran: a 3G path in an
+    /// outage whose train never came back took packets due a second
+    /// later than on the fixed line beside it (BENCHMARKS.md, "A train
+    /// that never came back").
+    pub(crate) fn expires_at(&self) -> Option<Instant> {
+        let (_, at) = self.outstanding?;
+        (!self.failed).then_some(at + TRAIN_RETRY)
+    }
+
+    /// Marks the outstanding train failed once [`Self::expires_at`] has
+    /// come; returns whether it did so now.
+    pub(crate) fn expire(&mut self, now: Instant) -> bool {
+        let expired = self.expires_at().is_some_and(|t| t <= now);
+        self.failed |= expired;
+        expired
     }
 
     /// The rate the last report gave, IP bits per second.
@@ -359,6 +381,36 @@ mod tests {
         s.start(at_us(0));
         s.start(at_us(1_000_000));
         assert!(s.failed());
+    }
+
+    #[test]
+    fn a_train_without_a_report_fails_after_the_retry_interval_without_a_retry() {
+        let mut s = PathTrains::default();
+        assert_eq!(s.expires_at(), None);
+        let t = s.start(at_us(0));
+        assert_eq!(s.expires_at(), Some(at_us(0) + TRAIN_RETRY));
+        let just_before = at_us(TRAIN_RETRY.as_micros() as u64 - 1);
+        assert!(!s.expire(just_before));
+        assert!(!s.failed(), "pending, not failed");
+        assert!(s.expire(at_us(0) + TRAIN_RETRY));
+        assert!(s.failed());
+        // Once: no timer left to spin on.
+        assert_eq!(s.expires_at(), None);
+        assert!(!s.expire(at_us(5_000_000)));
+        // A late report that measures the path still does.
+        let report = TrainReport {
+            id: t.id,
+            received: 31,
+            bytes: 1452 * 31,
+            span_us: 40_000,
+        };
+        assert!(s.on_report(report, 28).is_some());
+        assert!(!s.failed());
+        // A train reported in time never expires.
+        let mut s = PathTrains::default();
+        let t = s.start(at_us(0));
+        s.on_report(TrainReport { id: t.id, ..report }, 28);
+        assert_eq!(s.expires_at(), None);
     }
 
     #[test]
