@@ -106,20 +106,22 @@ def ping(name, count, interval="0.2"):
     return rtts, count - len(rtts)
 
 
-def iperf_server(name, bind, extra=()):
+def iperf_server(name, bind, extra=(), wrap=()):
+    """`wrap`: a command the server runs under (mptcpize run)."""
     return subprocess.Popen(
-        lab_exec(name, "server", ["iperf3", "-s", "-1", "-B", bind] + list(extra)),
+        lab_exec(name, "server", list(wrap) + ["iperf3", "-s", "-1", "-B", bind] + list(extra)),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
 
 
-def iperf_client(name, dest, seconds, extra=("-J",)):
+def iperf_client(name, dest, seconds, extra=("-J",), wrap=()):
     # iperf3 may print before the server listens: retry the connect briefly.
     time.sleep(0.3)
     return subprocess.Popen(
-        lab_exec(name, "client", ["iperf3", "-c", dest, "-C", "cubic", "-t", str(seconds)] + list(extra)),
+        lab_exec(name, "client", list(wrap) + ["iperf3", "-c", dest, "-C", "cubic", "-t", str(seconds)]
+                 + list(extra)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -136,6 +138,8 @@ def iperf_result(proc, timeout):
         "sent_mbps": end["sum_sent"]["bits_per_second"] / 1e6,
         "received_mbps": end["sum_received"]["bits_per_second"] / 1e6,
         "retransmits": end["sum_sent"].get("retransmits"),
+        # The client's intervals: what it sent (upload) or received (-R).
+        "interval_mbps": [i["sum"]["bits_per_second"] / 1e6 for i in data["intervals"]],
     }
 
 
@@ -533,31 +537,22 @@ def radio(args):
                                 run(lab_exec(name, "client", ["ip", "mptcp", "endpoint", "add",
                                                               f"198.18.{i}.2", "dev", f"p{i}", "subflow"]))
                         time.sleep(1)
-                        srv = subprocess.Popen(lab_exec(name, "server", wrap + ["iperf3", "-s", "-1", "-B", dest]),
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                        time.sleep(0.3)
+                        srv = iperf_server(name, dest, wrap=wrap)
                         t0 = lab_json(name)["emulator"]["uptime_s"]
-                        out = run(lab_exec(name, "client", wrap + ["iperf3", "-c", dest, "-C", "cubic", "-t",
-                                                                    str(seconds), "-J"]
-                                           + (["-R"] if direction == "down" else [])),
-                                  timeout=seconds + 30, check=False)
+                        cli = iperf_client(name, dest, seconds, ["-J"] + (["-R"] if direction == "down" else []),
+                                           wrap=wrap)
+                        res = iperf_result(cli, seconds + 30)
                         status = lab_json(name)
                         t1 = status["emulator"]["uptime_s"]
                         srv.wait(timeout=10)
-                        data = json.loads(out.stdout)
-                        if "error" in data:
-                            raise RuntimeError(f"iperf3: {data['error']}")
-                        end = data["end"]
-                        got = end["sum_received"]["bits_per_second"] / 1e6
+                        got = res["received_mbps"]
                         cap = sum(capacity_mbps(p[direction]["settings"], root, t0, t1) for p in status["paths"])
                         print(f"run {r} {direction:4} {flow:12}: {got:6.2f} Mbit/s received of {cap:6.2f} offered "
-                              f"({got / cap:.3f}); sender {end['sum_sent']['bits_per_second'] / 1e6:.2f}, "
-                              f"{end['sum_sent'].get('retransmits')} retransmits; window {t0:.1f}-{t1:.1f} s; "
+                              f"({got / cap:.3f}); sender {res['sent_mbps']:.2f}, "
+                              f"{res['retransmits']} retransmits; window {t0:.1f}-{t1:.1f} s; "
                               f"load {' '.join(load())}", flush=True)
                         if args.verbose:
-                            # The client's 1-s intervals: bytes it sent (up) or received (down).
-                            rates = [i["sum"]["bits_per_second"] / 1e6 for i in data["intervals"]]
-                            print("  per second:", " ".join(f"{v:.1f}" for v in rates), flush=True)
+                            print("  per second:", " ".join(f"{v:.1f}" for v in res["interval_mbps"]), flush=True)
                     finally:
                         lab_down(name)
 
