@@ -58,7 +58,9 @@
 //! data, is measured once with a train of 32 full-size packets sent back
 //! to back; the peer reports their spacing and the path's estimates start
 //! from the rate it gives (`train.rs`; [`SessionConfig::path_trains`]
-//! switches it off).
+//! switches it off). A train reported too thin to measure, or not
+//! reported within a second, marks the path failed for the scheduler
+//! (`PathView::train_failed`) until one measures it.
 //!
 //! # Buffers
 //!
