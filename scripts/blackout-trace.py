@@ -108,6 +108,9 @@ def trace(r):
 
 
 def main():
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__, end="")
+        sys.exit(0)
     if shutil.which("iperf3") is None:
         sys.exit("blackout-trace.py: iperf3 is not installed (apt-get install iperf3)")
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3

@@ -6,6 +6,7 @@ tables of BENCHMARKS.md's last section. Usage:
 
     cargo build --release -p braid
     python3 scripts/clock.py [--commands] [drift|lawrr|steps...]   # DURATION=600s
+    BRAID=/path/to/braid python3 scripts/clock.py ...          # target/release/braid by default
 """
 import os
 import sys
@@ -107,5 +108,8 @@ def steps():
 SECTIONS = {"drift": drift, "lawrr": lawrr, "steps": steps}
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__, end="")
+        sys.exit(0)
     for name in [a for a in sys.argv[1:] if not a.startswith("--")] or list(SECTIONS):
         SECTIONS[name]()

@@ -7,10 +7,12 @@
 #
 #   sudo scripts/daemon-mallocs.sh            # target/release/braid
 #   sudo BRAID=/path/to/braid scripts/daemon-mallocs.sh
+#   sudo LAB_PREFIX=x scripts/daemon-mallocs.sh   # the lab is x-veth (tl-veth by default)
 #
 # Needs root and perf with uprobes (linux-perf). Leaves the uprobe
 # `probe_libc:malloc` defined (`perf probe -d probe_libc:malloc` removes it).
 set -euo pipefail
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BRAID=${BRAID:-$ROOT/target/release/braid}
 LAB=${LAB_PREFIX:-tl}-veth

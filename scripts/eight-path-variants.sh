@@ -4,7 +4,9 @@
 # chaotic: a change anywhere in the sender moves its figure by tenths, so
 # compare the mean of the four. Usage: scripts/eight-path-variants.sh [bench flags...]
 # (say, --resend-losses). Prints each variant's TCP utilization and the mean.
+# BRAID: the binary (target/release/braid); DURATION: each run's length (60s).
 set -euo pipefail
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 B=${BRAID:-target/release/braid}
 D=${DURATION:-60s}
 values=()

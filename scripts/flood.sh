@@ -6,7 +6,11 @@
 # the server its receive path and its checks, not the emulated links).
 # Needs root, iperf3, a release build (cargo build --release -p braid
 # --bin braid --example flood). Prints one row per run.
+# BRAID (target/release/braid), FLOOD (target/release/examples/flood),
+# RATE (100000), SECS (10: each upload's seconds), RUNS (3 per kind),
+# KINDS (which of none random transport initiation replay to run; all).
 set -euo pipefail
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 command -v iperf3 >/dev/null || { echo "flood.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
 B=${BRAID:-target/release/braid}
 F=${FLOOD:-target/release/examples/flood}

@@ -7,7 +7,11 @@
 # Columns: the TCP flow's goodput over its own time / the ideal for its MSS,
 # its goodput in its first second (in-order goodput of the bond, Mbit/s),
 # and its retransmissions.
+# BRAID: the binary (target/release/braid); TCP: the bulk source (tcp:cubic;
+# say, tcp:cubic+hystart); EXTRA: further bench flags for every run (say,
+# EXTRA=--resend-losses).
 set -euo pipefail
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 B=${BRAID:-target/release/braid}
 LIGHT=${LIGHT:-1mbit}
 START=${START:-3}

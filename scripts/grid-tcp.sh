@@ -4,7 +4,11 @@
 # flow with a 64 kbit/s UDP flow beside it.
 # Targets (issue 7 item 4): TCP goodput >= 0.92 of the ideal; the small
 # flow's one-way delay p99 <= the fastest path's delay + 20 ms.
+# BRAID: the binary (target/release/braid); DURATION: each run's length
+# (30s); TCP: the bulk flow (tcp:cubic); EXTRA: further bench flags for
+# every run (say, EXTRA=--resend-losses).
 set -euo pipefail
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 B=${BRAID:-target/release/braid}
 D=${DURATION:-30s}
 TCP=${TCP:-tcp:cubic}

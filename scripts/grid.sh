@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Target grid for the default scheduler: bandwidth ratios x one-way delays,
 # overloaded (110 %) and at 95 % of the ideal goodput.
+# BRAID: the binary (target/release/braid); DURATION: each run's length (30s).
 set -euo pipefail
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 B=${BRAID:-target/release/braid}
 D=${DURATION:-30s}
 # Output: the Markdown table of BENCHMARKS.md; a miss of a target is marked.

@@ -7,8 +7,10 @@
 #   scripts/mptcp-tput.sh                       # the four sets of issue 9
 #   scripts/mptcp-tput.sh "10mbit,5ms 10mbit,50ms"
 #   IDLE=120 scripts/mptcp-tput.sh ...          # 120 s between runs
+#   BRAID=/path/to/braid, DURATION=30, REVERSE=1, PINGS=30: as in tunnel-tput.sh
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
 set -u
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 for tool in iperf3 mptcpize; do
   command -v $tool >/dev/null || { echo "mptcp-tput.sh: $tool is not installed (apt-get install iperf3 mptcpd)" >&2; exit 1; }
 done

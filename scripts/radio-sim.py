@@ -76,6 +76,9 @@ def fixed_alone(fixed, extra, download):
 
 
 def main():
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__, end="")
+        sys.exit(0)
     mirror = "--mirror" in sys.argv[1:]
     extra = [a for a in sys.argv[1:] if a != "--mirror"]
     if not os.access(BRAID, os.X_OK):

@@ -5,6 +5,7 @@
     cargo build --release -p braid
     python3 scripts/reliable.py [--commands] [SECTION...]
     # sections: grid lte blackout lossy ptcp-rate ptcp-links ptcp-square ptcp-cc cmt
+    BRAID=/path/to/braid python3 scripts/reliable.py ...   # target/release/braid by default
 
 Seed 1 everywhere. `--commands` prints each run's bench command. Goodput is
 the bytes the receiving application read, in order and verified, over the
@@ -202,6 +203,9 @@ SECTIONS = {"grid": grid, "lte": lte, "blackout": blackout, "lossy": lossy, "ptc
             "ptcp-links": ptcp_links, "ptcp-square": ptcp_square, "ptcp-cc": ptcp_cc, "cmt": cmt}
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__, end="")
+        sys.exit(0)
     wanted = [a for a in sys.argv[1:] if not a.startswith("--")] or list(SECTIONS)
     for name in wanted:
         SECTIONS[name]()

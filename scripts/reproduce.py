@@ -4,6 +4,8 @@ their tables in Markdown. Usage:
 
     cargo build --release -p braid
     python3 scripts/reproduce.py [SECTION...]   # sections: cc udp-proxy layer3 batcp cmt targets speed
+    BRAID=/path/to/braid BRAID_TRACES=/path/to/traces python3 scripts/reproduce.py ...
+                                                # target/release/braid and traces/ by default
 
 Every figure comes from the simulator with seed 1 unless a table says
 otherwise; the exact bench command of each row can be printed with --commands.
@@ -232,6 +234,9 @@ SECTIONS = {"cc": cc, "udp-proxy": udp_proxy, "layer3": layer3, "batcp": batcp, 
             "speed": speed}
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__, end="")
+        sys.exit(0)
     chosen = [a for a in sys.argv[1:] if not a.startswith("--")] or list(SECTIONS)
     for name in chosen:
         SECTIONS[name]()

@@ -5,7 +5,9 @@
 # Columns: utilization (CBR: its datagram goodput / ideal, at most 0.95;
 # TCP: TCP goodput / the ideal for its MSS), the bond's application loss,
 # TCP RTT p50/p99 and the small flow's one-way delay p50/p99.
+# BRAID: the binary (target/release/braid); DURATION: each run's length (30s).
 set -euo pipefail
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 B=${BRAID:-target/release/braid}
 D=${DURATION:-30s}
 SETS=(

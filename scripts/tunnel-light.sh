@@ -4,9 +4,11 @@
 # fresh tunnel from 1.5 s after it is up, and 3 s later one 10-s CUBIC
 # upload. Root; the lab is called lt and removed at the end, also on failure.
 #   scripts/tunnel-light.sh "10mbit,5ms 10mbit,50ms" ...   # path sets
+#   BRAID=/path/to/braid scripts/tunnel-light.sh ...        # target/release/braid by default
 # Prints per set: the TCP receiver's first six half-seconds and its 10-s
 # mean, Mbit/s.
 set -u
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 command -v iperf3 >/dev/null || { echo "tunnel-light.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
 [ $# -gt 0 ] || { echo "usage: tunnel-light.sh \"PATH PATH\" ..." >&2; exit 2; }
 B=${BRAID:-target/release/braid}

@@ -5,7 +5,9 @@
 # down (none of the paths is ever cut). Root; the lab is called sat and
 # removed at the end, also on failure.
 #   scripts/tunnel-long.sh "10mbit,300ms 10mbit,20ms"   # a satellite hop beside a short path
+#   BRAID=/path/to/braid scripts/tunnel-long.sh ...      # target/release/braid by default
 set -u
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 command -v iperf3 >/dev/null || { echo "tunnel-long.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
 [ $# -eq 1 ] || { echo "usage: tunnel-long.sh \"PATH PATH ...\"" >&2; exit 2; }
 B=${BRAID:-target/release/braid}

@@ -4,6 +4,7 @@
 # called tp and removed at the end, also on failure.
 #   scripts/tunnel-tput.sh                      # the four sets of issue 9
 #   scripts/tunnel-tput.sh "10mbit,10ms,loss=1% 10mbit,20ms"
+#   BRAID=/path/to/braid scripts/tunnel-tput.sh ...   # target/release/braid by default
 #   NO_RESEND=1 scripts/tunnel-tput.sh ...      # [tunnel] resend_losses = false
 #   IDLE=120 scripts/tunnel-tput.sh ...         # 120 s of idle tunnel before runs 2 and 3
 #   ECN=1 scripts/tunnel-tput.sh ...            # the inner TCP asks for ECN (client's net.ipv4.tcp_ecn=1)
@@ -12,6 +13,7 @@
 #   PINGS=30 scripts/tunnel-tput.sh ...         # 30 pings (50 ms apart) before runs 2 and 3: light traffic between transfers
 # Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
 set -u
+for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 command -v iperf3 >/dev/null || { echo "tunnel-tput.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
 case ${DURATION:-10} in
   ''|*[!0-9]*|0) echo "tunnel-tput.sh: DURATION must be a whole number of seconds, got '${DURATION}'" >&2; exit 2 ;;
