@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::path::OwdEstimator;
+use crate::path::{OwdClock, OwdEstimator};
 use crate::pool::BufferPool;
 use crate::reseq::{Delivery, FlowLink, PathGap, ReseqConfig, Resequencer, SentAs};
 use crate::sender::{Transmit, BUFFER_CAPACITY};
@@ -96,7 +96,7 @@ pub struct Receiver {
     config: ReceiverConfig,
     paths: Vec<PathReceiver>,
     reseq: Resequencer,
-    owd_anchor: Option<u32>,
+    owd_clock: OwdClock,
     next_report: Option<Instant>,
     report_seq: u32,
     out: VecDeque<Transmit>,
@@ -139,7 +139,7 @@ impl Receiver {
             paths: (0..config.paths).map(|_| PathReceiver::default()).collect(),
             reseq: Resequencer::new(config.reseq),
             config,
-            owd_anchor: None,
+            owd_clock: OwdClock::for_receiver(),
             next_report: None,
             report_seq: 0,
             out: VecDeque::new(),
@@ -259,7 +259,7 @@ impl Receiver {
             p.expected = pseq + 1;
             let raw = now.wire_micros().wrapping_sub(header.send_ts_us);
             p.owd
-                .on_sample(now, *self.owd_anchor.get_or_insert(raw), raw);
+                .on_sample(now, &mut self.owd_clock, usize::from(path), raw);
         } else if let Some(below) = (p.largest - pseq).checked_sub(1).filter(|b| *b < 64) {
             // Late within the path (rare: paths are FIFO); count it back.
             p.bitmap |= 1 << below;

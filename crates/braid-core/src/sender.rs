@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use crate::cc::CcKind;
 use crate::fq::{Dequeued, FlowQueue, FqConfig};
-use crate::path::{PathSender, PACING_CREDIT};
+use crate::path::{OwdClock, PathSender, PACING_CREDIT};
 use crate::pool::BufferPool;
 use crate::reinject::{InFlightPayloads, Kept};
 use crate::sched::{
@@ -304,7 +304,7 @@ pub struct Sender {
     /// that losing one notice costs the receiver no hole timeout.
     repeat_skips: Vec<SkipFrame>,
     last_skip_notice: Option<Instant>,
-    owd_anchor: Option<u32>,
+    owd_clock: OwdClock,
     last_report_seq: Option<u32>,
     /// How long a datagram may wait in the queue; follows the path
     /// estimates, so it is recomputed when feedback arrives.
@@ -361,7 +361,7 @@ impl Sender {
             pending_skips: Vec::new(),
             repeat_skips: Vec::new(),
             last_skip_notice: None,
-            owd_anchor: None,
+            owd_clock: OwdClock::for_sender(),
             last_report_seq: None,
             queue_delay_limit,
             last_now: Instant::ZERO,
@@ -1214,7 +1214,7 @@ impl Sender {
                     let relayed = self.feedback_path.is_some_and(|a| a != ack.path);
                     if let Some(p) = self.paths.get_mut(path) {
                         let (kept, buffers) = (&mut self.in_flight, &mut self.buffers);
-                        p.on_ack_via(now, &ack, !relayed, &mut self.owd_anchor, |pseq, acked| {
+                        p.on_ack_via(now, &ack, !relayed, &mut self.owd_clock, |pseq, acked| {
                             let taken = kept.take(path, pseq);
                             if acked {
                                 if let Some(k) = taken {
@@ -1379,7 +1379,8 @@ mod tests {
         {
             let p = &mut s.paths[i];
             p.seed_rate(bps);
-            p.owd.on_sample(t0, 0, owd_ms * 1000);
+            p.owd
+                .on_sample(t0, &mut OwdClock::anchored(0), i, owd_ms * 1000);
             p.rtt.on_sample(ms(rtt_ms));
         }
         // Both in use: the fast path's 30-ms lead (plus 5 ms of slack), a
@@ -1997,7 +1998,7 @@ mod tests {
     #[test]
     fn a_flows_datagram_lands_after_its_paths_lead_over_the_quickest() {
         let t0 = Instant::from_nanos(1_000_000_000);
-        let mut anchor = None;
+        let mut clock = OwdClock::for_sender();
         // Path 0: one-way 50 ms, path 1: 10 ms, one sample each (delays
         // count from the first sample's, so path 1's floor is below 0).
         let mut paths: Vec<PathSender> = [50, 10]
@@ -2013,7 +2014,7 @@ mod tests {
                     recv_ts_us: (t0 + ms(owd)).wire_micros(),
                     bitmap: 0,
                 };
-                p.on_ack_observed(t0 + ms(2 * owd), &ack, &mut anchor, |_, _| {});
+                p.on_ack_observed(t0 + ms(2 * owd), &ack, &mut clock, |_, _| {});
                 assert!(p.owd.has_samples());
                 p
             })

@@ -13,7 +13,7 @@ pub use express_rate::ExpressRate;
 pub use kalman::KalmanRate;
 pub use liveness::{Liveness, PROBE_INTERVAL};
 pub use loss::LossEstimator;
-pub use owd::OwdEstimator;
+pub use owd::{OwdClock, OwdEstimator};
 pub use rtt::RttEstimator;
 
 use std::collections::VecDeque;
@@ -326,11 +326,10 @@ impl PathSender {
         }
     }
 
-    /// Processes an acknowledgement for this path. `owd_anchor` is shared
-    /// by all paths so their one-way delays compare; the first sample of the
-    /// session sets it.
-    pub fn on_ack(&mut self, now: Instant, ack: &AckFrame, owd_anchor: &mut Option<u32>) {
-        self.on_ack_observed(now, ack, owd_anchor, |_, _| {});
+    /// Processes an acknowledgement for this path. `owd_clock` is shared
+    /// by all paths so their one-way delays compare (see [`OwdClock`]).
+    pub fn on_ack(&mut self, now: Instant, ack: &AckFrame, owd_clock: &mut OwdClock) {
+        self.on_ack_observed(now, ack, owd_clock, |_, _| {});
     }
 
     /// [`PathSender::on_ack`], telling `observe` the fate of each packet it
@@ -340,10 +339,10 @@ impl PathSender {
         &mut self,
         now: Instant,
         ack: &AckFrame,
-        owd_anchor: &mut Option<u32>,
+        owd_clock: &mut OwdClock,
         observe: impl FnMut(u64, bool),
     ) {
-        self.on_ack_via(now, ack, true, owd_anchor, observe);
+        self.on_ack_via(now, ack, true, owd_clock, observe);
     }
 
     /// [`PathSender::on_ack_observed`] for an acknowledgement that came
@@ -357,7 +356,7 @@ impl PathSender {
         now: Instant,
         ack: &AckFrame,
         own_path: bool,
-        owd_anchor: &mut Option<u32>,
+        owd_clock: &mut OwdClock,
         mut observe: impl FnMut(u64, bool),
     ) {
         let largest = crate::wire::widen(ack.largest_pseq, self.next_pseq);
@@ -457,7 +456,7 @@ impl PathSender {
             self.rtt.on_sample(rtt.max(Duration::from_micros(1)));
             let raw = ack.recv_ts_us.wrapping_sub(p.sent.wire_micros());
             self.owd
-                .on_sample(p.sent, *owd_anchor.get_or_insert(raw), raw);
+                .on_sample(p.sent, owd_clock, usize::from(self.id), raw);
         }
         let interval = received_at
             .saturating_duration_since(p.delivered_time)
@@ -849,7 +848,11 @@ mod tests {
             p.on_sent(t0, g, 1000, false);
         }
         // All three acknowledged 20 ms later: 3,000 bytes in 20 ms.
-        p.on_ack(t0 + Duration::from_millis(20), &ack(2, 0b11), &mut None);
+        p.on_ack(
+            t0 + Duration::from_millis(20),
+            &ack(2, 0b11),
+            &mut OwdClock::for_sender(),
+        );
         let samples = acks.lock().unwrap();
         let [s] = samples.as_slice() else {
             panic!("one sample per ack, got {}", samples.len());
@@ -868,7 +871,11 @@ mod tests {
         for g in 3..5 {
             p.on_sent(t1, g, 1000, false);
         }
-        p.on_ack(t1 + Duration::from_millis(20), &ack(4, 0b1), &mut None);
+        p.on_ack(
+            t1 + Duration::from_millis(20),
+            &ack(4, 0b1),
+            &mut OwdClock::for_sender(),
+        );
         let samples = acks.lock().unwrap();
         let s = samples.last().unwrap();
         assert_eq!((s.prior_delivered, s.delivered), (3000, 5000));
@@ -892,7 +899,7 @@ mod tests {
                 ack_delay_us: ack_delay.as_micros() as u32,
                 ..ack(2, 0b11)
             };
-            p.on_ack(t0 + ms(20), &held, &mut None);
+            p.on_ack(t0 + ms(20), &held, &mut OwdClock::for_sender());
             let s = acks.lock().unwrap()[0];
             (s.delivery_rate_bps, s.rtt)
         };
@@ -928,7 +935,7 @@ mod tests {
         for k in 0..30 {
             p.on_sent(now, k, 200, true);
             now += Duration::from_millis(10);
-            p.on_ack(now, &ack(k as u32, 1), &mut None);
+            p.on_ack(now, &ack(k as u32, 1), &mut OwdClock::for_sender());
         }
         assert_eq!(p.bandwidth_bps(), Some(20e6));
         // A controller without a rate model still lets the Kalman filter
@@ -947,12 +954,12 @@ mod tests {
         for g in 0..3 {
             p.on_sent(t0, g, 1000, true);
         }
-        p.on_ack(t0 + ms(20), &ack(2, 0b11), &mut None);
+        p.on_ack(t0 + ms(20), &ack(2, 0b11), &mut OwdClock::for_sender());
         assert_eq!(p.kalman.estimate_bps(), None);
         for g in 3..6 {
             p.on_sent(t0 + ms(20), g, 1000, false);
         }
-        p.on_ack(t0 + ms(40), &ack(5, 0b11), &mut None);
+        p.on_ack(t0 + ms(40), &ack(5, 0b11), &mut OwdClock::for_sender());
         assert!(p.kalman.estimate_bps().is_some());
     }
 
@@ -1054,12 +1061,12 @@ mod tests {
         assert_eq!(p.bytes_in_flight(), 5000);
         // Packet 1 missing: 4 acked, bitmap says 3, 2 and 0 arrived.
         let now = t0 + Duration::from_millis(30);
-        p.on_ack(now, &ack(4, 0b1011), &mut None);
+        p.on_ack(now, &ack(4, 0b1011), &mut OwdClock::for_sender());
         assert_eq!(p.counters.lost_packets, 1);
         assert_eq!(p.bytes_in_flight(), 0);
         assert_eq!(p.rtt.srtt(), Some(Duration::from_millis(30)));
         // A duplicate ack changes nothing.
-        p.on_ack(now, &ack(4, 0b1011), &mut None);
+        p.on_ack(now, &ack(4, 0b1011), &mut OwdClock::for_sender());
         assert_eq!(p.counters.acked_packets, 4);
         assert_eq!(p.counters.lost_packets, 1);
     }
@@ -1073,7 +1080,7 @@ mod tests {
         }
         let now = t0 + Duration::from_millis(30);
         // An ack for number 7, never sent: nothing changes.
-        p.on_ack(now, &ack(7, u64::MAX), &mut None);
+        p.on_ack(now, &ack(7, u64::MAX), &mut OwdClock::for_sender());
         assert_eq!(p.counters.rejected_acks, 1);
         assert_eq!(p.counters.acked_packets, 0);
         assert_eq!(p.bytes_in_flight(), 3000);
@@ -1081,13 +1088,13 @@ mod tests {
         // delivered, its timing does not (it used to set the RTT to 1 µs).
         let mut forged = ack(0, 0);
         forged.ack_delay_us = u32::MAX;
-        p.on_ack(now, &forged, &mut None);
+        p.on_ack(now, &forged, &mut OwdClock::for_sender());
         assert_eq!(p.counters.acked_packets, 1);
         assert_eq!(p.counters.rejected_timestamps, 1);
         assert_eq!(p.rtt.srtt(), None);
         assert!(!p.owd.has_samples());
         // An honest ack measures.
-        p.on_ack(now, &ack(1, 0b1), &mut None);
+        p.on_ack(now, &ack(1, 0b1), &mut OwdClock::for_sender());
         assert_eq!(p.rtt.min_rtt(), Some(Duration::from_millis(30)));
         assert_eq!(p.counters.rejected_timestamps, 1);
     }
@@ -1100,7 +1107,7 @@ mod tests {
         // A steady round trip, so its deviation is small.
         for g in 0..40 {
             p.on_sent(t0 + rtt * g, u64::from(g), 1000, false);
-            p.on_ack(t0 + rtt * (g + 1), &ack(g, 0), &mut None);
+            p.on_ack(t0 + rtt * (g + 1), &ack(g, 0), &mut OwdClock::for_sender());
         }
         let t1 = t0 + rtt * 40;
         for g in 41..44 {
@@ -1123,7 +1130,7 @@ mod tests {
         assert!(!p.probe_due(t2));
         // The ack of the probe also covers a packet declared lost: the path
         // is up, the late one counts as delivered, nothing is freed twice.
-        p.on_ack(t2 + rtt, &ack(43, 0b1), &mut None);
+        p.on_ack(t2 + rtt, &ack(43, 0b1), &mut OwdClock::for_sender());
         assert!(!p.is_suspect());
         assert_eq!(p.counters.late_acks, 1);
         assert_eq!(p.counters.acked_packets, 42);

@@ -24,7 +24,16 @@
 //!   8 samples), or one sample more than 50 ms below the floor, is a clock
 //!   step: the whole history moves by the step, so the slope and the floor
 //!   survive it and the step is absorbed within a few round trips. Until a
-//!   jump is confirmed or gone, `queueing` does not count it.
+//!   jump is confirmed or gone, `queueing` does not count it;
+//! - **checked against the other paths**: the other host's clock is the
+//!   same for every path, so a step shows on all of them, where a fade
+//!   holds one path's packets only. A rise is not a step when another path
+//!   was heard since it began without it ([`OwdClock`]): it is that
+//!   path's delay, and counts as queueing. An LTE fade of half a second
+//!   beside a busy fixed line was read as a 117-ms step; the path then
+//!   looked that much longer than it was, was given nothing, and so had no
+//!   sample to step back with, for 6.7 s (BENCHMARKS.md, "A fade read as a
+//!   clock step").
 //!
 //! A windowed minimum alone would need a window short enough to bound the
 //! drift error (2 ms at 100 ppm is 20 s), and in that window a fixed line
@@ -56,6 +65,13 @@ const STEP_MIN_US: f64 = 50_000.0;
 /// Samples and time a rise must persist to be a step rather than a burst.
 const STEP_SAMPLES: u32 = 8;
 const STEP_SPAN_US: i64 = 100_000;
+/// A rise no other path has been heard since waits this long for one
+/// heard within it before it (an active path) to confirm or refute it.
+const HEARD_WAIT_US: f64 = 1_000_000.0;
+/// A path's own confirmed step this recent (in the other host's clock)
+/// before a rise is taken for the same step, not against it: its samples
+/// since are flat only because it has moved with the clock already.
+const SAME_STEP_US: f64 = WINDOW_US as f64;
 
 /// Lowest sample of an epoch, and when it was taken (µs of local time).
 #[derive(Debug, Clone, Copy, Default)]
@@ -68,6 +84,8 @@ struct EpochMin {
 #[derive(Debug, Clone, Copy)]
 struct Rise {
     since: i64,
+    /// The other host's clock at its first sample (see [`OwdClock`]).
+    first_remote: f64,
     samples: u32,
     least_excess: f64,
     var_before: f64,
@@ -92,6 +110,106 @@ pub struct OwdEstimator {
     /// The previous sample: a step shows as a jump from it.
     last_us: f64,
     steps: u64,
+}
+
+/// What the one-way delay estimators of all paths between the same two
+/// hosts share. Their raw samples differ by one clock offset, so the
+/// session's first sample anchors them all and their delays compare. And
+/// the other host's clock is one clock: for each path, this keeps when (by
+/// that clock, relative µs) it was last heard, last heard within a step
+/// of its floor, and last stepped, so that a rise on one path can be
+/// checked against what the others saw at the same moment.
+#[derive(Debug, Clone)]
+pub struct OwdClock {
+    anchor: Option<u32>,
+    /// +1 where the other host stamps a sample's arrival (the sending
+    /// side: `raw` is its clock minus ours), -1 where it stamps the
+    /// departure (the receiving side: ours minus its).
+    remote_sign: f64,
+    /// Indexed by path; a path only grows it to its own index.
+    paths: Vec<Heard>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Heard {
+    latest: f64,
+    flat: f64,
+    stepped: f64,
+}
+
+impl Heard {
+    const NEVER: Heard = Heard {
+        latest: f64::NEG_INFINITY,
+        flat: f64::NEG_INFINITY,
+        stepped: f64::NEG_INFINITY,
+    };
+}
+
+/// What the other paths say of a rise that has lasted long enough to be a
+/// step.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    Step,
+    /// Another path was heard since without it: this path's delay.
+    PathDelay,
+    /// An active path has not been heard since: ask again.
+    Undecided,
+}
+
+impl OwdClock {
+    /// The sending side's: the peer stamps when each packet arrived.
+    pub fn for_sender() -> OwdClock {
+        OwdClock::new(1.0)
+    }
+
+    /// The receiving side's: the peer stamps when each packet left.
+    pub fn for_receiver() -> OwdClock {
+        OwdClock::new(-1.0)
+    }
+
+    /// A sending side's clock whose anchor is `anchor` from the start.
+    #[cfg(test)]
+    pub fn anchored(anchor: u32) -> OwdClock {
+        OwdClock {
+            anchor: Some(anchor),
+            ..OwdClock::for_sender()
+        }
+    }
+
+    fn new(remote_sign: f64) -> OwdClock {
+        OwdClock {
+            anchor: None,
+            remote_sign,
+            paths: Vec::new(),
+        }
+    }
+
+    fn heard_mut(&mut self, path: usize) -> &mut Heard {
+        if self.paths.len() <= path {
+            self.paths.resize(path + 1, Heard::NEVER);
+        }
+        &mut self.paths[path]
+    }
+
+    /// `path`'s rise whose first sample the other host's clock put at
+    /// `first`, held for `span_us` of our time.
+    fn verdict(&self, path: usize, first: f64, span_us: i64) -> Verdict {
+        let others = || {
+            self.paths
+                .iter()
+                .enumerate()
+                .filter(move |&(i, _)| i != path)
+                .map(|(_, h)| h)
+        };
+        if others().any(|h| h.flat >= first && h.stepped < first - SAME_STEP_US) {
+            return Verdict::PathDelay;
+        }
+        let waiting = others().any(|h| h.latest < first && h.latest >= first - HEARD_WAIT_US);
+        if waiting && !others().any(|h| h.latest >= first) && (span_us as f64) < HEARD_WAIT_US {
+            return Verdict::Undecided;
+        }
+        Verdict::Step
+    }
 }
 
 fn local_us(t: Instant) -> i64 {
@@ -124,12 +242,23 @@ impl OwdEstimator {
         i64::from(raw.wrapping_sub(anchor) as i32)
     }
 
-    /// Records a sample taken at local time `at`; `raw` is
-    /// `recv_ts_us.wrapping_sub(send_ts_us)`. `anchor` must be shared by all
+    /// Records path `path`'s sample taken at local time `at`; `raw` is
+    /// `recv_ts_us.wrapping_sub(send_ts_us)`. `clock` must be shared by all
     /// paths of a session so paths compare.
-    pub fn on_sample(&mut self, at: Instant, anchor: u32, raw: u32) {
+    pub fn on_sample(&mut self, at: Instant, clock: &mut OwdClock, path: usize, raw: u32) {
         let t = local_us(at);
-        let v = Self::unwrap_raw(anchor, raw) as f64;
+        let v = Self::unwrap_raw(*clock.anchor.get_or_insert(raw), raw) as f64;
+        let remote = t as f64 + clock.remote_sign * v;
+        self.take_sample(t, v, remote, clock, path);
+        let flat = v - self.floor_at(t) <= STEP_MIN_US;
+        let heard = clock.heard_mut(path);
+        heard.latest = remote;
+        if flat {
+            heard.flat = remote;
+        }
+    }
+
+    fn take_sample(&mut self, t: i64, v: f64, remote: f64, clock: &mut OwdClock, path: usize) {
         if self.current.is_none() {
             self.smoothed_us = v;
             self.var_us = 0.0;
@@ -146,6 +275,7 @@ impl OwdEstimator {
             // The clock stepped back: what was measured before moves with it.
             self.shift(excess);
             self.smoothed_us = v;
+            clock.heard_mut(path).stepped = remote;
         } else {
             // Same gains as RFC 6298's RTT estimator.
             self.var_us = 0.75 * self.var_us + 0.25 * (self.smoothed_us - v).abs();
@@ -157,7 +287,7 @@ impl OwdEstimator {
         if excess < 0.0 {
             self.floor = EpochMin { t, v };
         }
-        self.watch_rise(t, v, excess, jump, before);
+        self.watch_rise((t, v, remote), excess, jump, before, clock, path);
     }
 
     /// Closes the epoch in progress once it is over: re-estimates the slope
@@ -199,10 +329,19 @@ impl OwdEstimator {
     }
 
     /// Tracks samples standing far above the floor since a jump; once they
-    /// have for long enough, the receiver's clock stepped forward. A queue
-    /// grows a packet at a time: it does not start a rise.
-    /// `before` is (smoothed, variation) before this sample.
-    fn watch_rise(&mut self, t: i64, v: f64, excess: f64, jump: f64, before: (f64, f64)) {
+    /// have for long enough, and no other path says otherwise, the other
+    /// host's clock stepped forward. A queue grows a packet at a time: it
+    /// does not start a rise. `sample` is (local time, delay, the other
+    /// host's time), `before` (smoothed, variation) before this sample.
+    fn watch_rise(
+        &mut self,
+        (t, v, remote): (i64, f64, f64),
+        excess: f64,
+        jump: f64,
+        before: (f64, f64),
+        clock: &mut OwdClock,
+        path: usize,
+    ) {
         if excess <= STEP_MIN_US || (self.rise.is_none() && jump <= STEP_MIN_US) {
             self.rise = None;
             return;
@@ -210,6 +349,7 @@ impl OwdEstimator {
         let (smoothed_before, var_before) = before;
         let rise = self.rise.get_or_insert(Rise {
             since: t,
+            first_remote: remote,
             samples: 0,
             least_excess: excess,
             var_before,
@@ -217,13 +357,23 @@ impl OwdEstimator {
         });
         rise.samples += 1;
         rise.least_excess = rise.least_excess.min(excess);
-        if rise.samples >= STEP_SAMPLES && t - rise.since >= STEP_SPAN_US {
-            let (shift, var_before) = (rise.least_excess, rise.var_before);
-            self.rise = None;
-            self.shift(shift);
-            // The smoothed value and its variation restart past the step.
-            self.smoothed_us = v;
-            self.var_us = var_before;
+        if rise.samples < STEP_SAMPLES || t - rise.since < STEP_SPAN_US {
+            return;
+        }
+        let (shift, var_before, first) = (rise.least_excess, rise.var_before, rise.first_remote);
+        match clock.verdict(path, first, t - rise.since) {
+            Verdict::Undecided => {}
+            // The rise's samples are in the smoothed value already: from
+            // now on `queueing` counts them.
+            Verdict::PathDelay => self.rise = None,
+            Verdict::Step => {
+                self.rise = None;
+                self.shift(shift);
+                // The smoothed value and its variation restart past the step.
+                self.smoothed_us = v;
+                self.var_us = var_before;
+                clock.heard_mut(path).stepped = first;
+            }
         }
     }
 

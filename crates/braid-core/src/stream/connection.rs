@@ -14,6 +14,7 @@ use super::receive_window::{Arrival, ReceiveWindow};
 use super::recv::{ReadOutcome, RecvStream};
 use super::send::SendStream;
 use crate::cc::CcKind;
+use crate::path::OwdClock;
 use crate::time::Instant;
 use crate::wire::IP_UDP_OVERHEAD;
 
@@ -93,7 +94,7 @@ pub struct StreamCounters {
 pub struct Connection {
     config: Config,
     paths: Vec<StreamPath>,
-    owd_anchor: Option<u32>,
+    owd_clock: OwdClock,
 
     send_streams: BTreeMap<u32, SendStream>,
     next_stream_id: u32,
@@ -138,7 +139,7 @@ impl Connection {
             stall_reassigned: vec![None; paths.len()],
             config,
             paths,
-            owd_anchor: None,
+            owd_clock: OwdClock::for_sender(),
             send_streams: BTreeMap::new(),
             next_stream_id: 0,
             next_stream_turn: 0,
@@ -342,7 +343,7 @@ impl Connection {
                 }
                 Frame::PathAck(ack) => {
                     if let Some(p) = self.paths.get_mut(usize::from(ack.path)) {
-                        p.on_ack(now, ack, &mut self.owd_anchor, &mut fates);
+                        p.on_ack(now, ack, &mut self.owd_clock, &mut fates);
                     }
                 }
                 Frame::DataAck(ack) => self.on_data_ack(ack),

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use crate::cc::{Bbr, CcKind, Controller};
-use crate::path::PathSender;
+use crate::path::{OwdClock, PathSender};
 use crate::time::Instant;
 use crate::wire::AckFrame;
 
@@ -107,12 +107,12 @@ impl StreamPath {
         &mut self,
         now: Instant,
         ack: &AckFrame,
-        owd_anchor: &mut Option<u32>,
+        owd_clock: &mut OwdClock,
         fates: &mut Vec<Fate>,
     ) {
         let (carried, first) = (&mut self.carried, self.first_pseq);
         self.sender
-            .on_ack_observed(now, ack, owd_anchor, |pseq, acked| {
+            .on_ack_observed(now, ack, owd_clock, |pseq, acked| {
                 let slot = pseq
                     .checked_sub(first)
                     .and_then(|i| usize::try_from(i).ok())
@@ -328,7 +328,7 @@ mod tests {
             recv_ts_us: 0,
             bitmap: 0b1011,
         };
-        p.on_ack(t(30), &ack, &mut None, &mut fates);
+        p.on_ack(t(30), &ack, &mut OwdClock::for_sender(), &mut fates);
         fates.sort_by_key(|f| match f {
             Fate::Acked(s) | Fate::Lost { seq: s, .. } => *s,
         });

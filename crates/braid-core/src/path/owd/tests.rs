@@ -18,7 +18,12 @@ fn feed(
         let send_ts = t as u32;
         let recv_ts = (t + base_us + jitter + offset(t)) as u32;
         let at = Instant::from_nanos(t as u64 * 1_000);
-        e.on_sample(at, 7, recv_ts.wrapping_sub(send_ts));
+        e.on_sample(
+            at,
+            &mut OwdClock::anchored(7),
+            0,
+            recv_ts.wrapping_sub(send_ts),
+        );
         if t >= settle_us {
             worst = worst.max(e.queueing(at));
         }
@@ -33,11 +38,12 @@ fn differences_survive_wraparound_and_offset() {
     let anchor = u32::MAX - 10;
     let mut a = OwdEstimator::default();
     let mut b = OwdEstimator::default();
+    let mut clock = OwdClock::anchored(anchor);
     let now = Instant::from_nanos(1_000);
     // Path b is 30 ms longer; raw values straddle the u32 wrap.
     for _ in 0..50 {
-        a.on_sample(now, anchor, anchor.wrapping_add(5_000));
-        b.on_sample(now, anchor, anchor.wrapping_add(35_000));
+        a.on_sample(now, &mut clock, 0, anchor.wrapping_add(5_000));
+        b.on_sample(now, &mut clock, 1, anchor.wrapping_add(35_000));
     }
     let diff = b.smoothed_us() - a.smoothed_us();
     assert!((diff - 30_000.0).abs() < 1.0, "{diff}");
@@ -127,7 +133,7 @@ fn at(t_us: i64) -> Instant {
 /// One sample of relative delay `v_us` taken at `t_us`; with anchor 0 the
 /// estimator reads `v_us` exactly.
 fn sample(e: &mut OwdEstimator, t_us: i64, v_us: i64) {
-    e.on_sample(at(t_us), 0, v_us as u32);
+    e.on_sample(at(t_us), &mut OwdClock::anchored(0), 0, v_us as u32);
 }
 
 fn epochs(points: &[(i64, f64)]) -> VecDeque<EpochMin> {
@@ -311,4 +317,106 @@ fn a_step_forward_is_confirmed_after_100ms_and_8_samples_and_not_counted_before(
     assert_eq!(e.steps(), 1);
     assert_eq!(e.floor_us(at(t0 + 100_000)), 210_000.0);
     assert_eq!(e.queueing(at(t0 + 100_000)), Duration::ZERO);
+}
+
+/// Two paths' estimators on one sending side's clock: `a` 10 ms one way,
+/// `b` 20 ms, each sampled every 10 ms for a second, `b` 5 ms after `a`.
+fn two_paths() -> (OwdClock, OwdEstimator, OwdEstimator) {
+    let mut clock = OwdClock::anchored(0);
+    let (mut a, mut b) = (OwdEstimator::default(), OwdEstimator::default());
+    for k in 0..100 {
+        a.on_sample(at(k * 10_000), &mut clock, 0, 10_000);
+        b.on_sample(at(k * 10_000 + 5_000), &mut clock, 1, 20_000);
+    }
+    (clock, a, b)
+}
+
+#[test]
+fn a_rise_another_path_did_not_see_is_that_paths_delay_not_a_step() {
+    let (mut clock, mut a, mut b) = two_paths();
+    // From 1 s, `a` fades: its samples take 200 ms more, while `b`,
+    // heard after each of them arrived, reads as before.
+    let t0 = 1_000_000;
+    for k in 0..30 {
+        let t = t0 + k * 10_000;
+        a.on_sample(at(t), &mut clock, 0, 210_000);
+        b.on_sample(at(t + 205_000), &mut clock, 1, 20_000);
+    }
+    let end = at(t0 + 300_000);
+    assert_eq!(a.steps(), 0);
+    assert_eq!(a.floor_us(end), 10_000.0);
+    // The fade is the path's queue now.
+    assert!(
+        a.queueing(end) >= Duration::from_millis(100),
+        "{:?}",
+        a.queueing(end)
+    );
+    assert_eq!(b.steps(), 0);
+}
+
+#[test]
+fn a_step_every_path_sees_is_confirmed_on_each() {
+    let (mut clock, mut a, mut b) = two_paths();
+    // The receiver's clock jumps 200 ms at 1 s: both paths read it.
+    let t0 = 1_000_000;
+    for k in 0..30 {
+        let t = t0 + k * 10_000;
+        a.on_sample(at(t), &mut clock, 0, 210_000);
+        b.on_sample(at(t + 5_000), &mut clock, 1, 220_000);
+    }
+    let end = at(t0 + 300_000);
+    assert_eq!((a.steps(), b.steps()), (1, 1));
+    assert_eq!((a.floor_us(end), b.floor_us(end)), (210_000.0, 220_000.0));
+    assert_eq!(a.queueing(end), Duration::ZERO);
+}
+
+#[test]
+fn a_rise_waits_for_an_active_path_then_goes_by_what_it_says() {
+    for b_rose in [false, true] {
+        let (mut clock, mut a, mut b) = two_paths();
+        // `a` rises by 200 ms from 1 s; `b`, heard just before, is not
+        // heard again for 300 ms: no verdict, and no queue counted.
+        let t0 = 1_000_000;
+        for k in 0..30 {
+            a.on_sample(at(t0 + k * 10_000), &mut clock, 0, 210_000);
+        }
+        assert_eq!(a.steps(), 0);
+        assert_eq!(a.floor_us(at(t0 + 300_000)), 10_000.0);
+        assert_eq!(a.queueing(at(t0 + 300_000)), Duration::ZERO);
+        // Then `b` speaks, and `a`'s next sample decides.
+        let owd_b = if b_rose { 220_000 } else { 20_000 };
+        b.on_sample(at(t0 + 500_000), &mut clock, 1, owd_b);
+        a.on_sample(at(t0 + 300_000), &mut clock, 0, 210_000);
+        assert_eq!(a.steps(), u64::from(b_rose), "b rose: {b_rose}");
+        let floor = if b_rose { 210_000.0 } else { 10_000.0 };
+        assert_eq!(a.floor_us(at(t0 + 300_000)), floor);
+    }
+}
+
+#[test]
+fn a_rise_with_no_other_path_active_is_a_step_as_before() {
+    let (mut clock, mut a, _) = two_paths();
+    // `b` was last heard 1 s before `a`'s rise: it says nothing.
+    let t0 = 2_000_000;
+    for k in 0..11 {
+        a.on_sample(at(t0 + k * 10_000), &mut clock, 0, 210_000);
+    }
+    assert_eq!(a.steps(), 1);
+}
+
+#[test]
+fn a_path_that_already_moved_with_the_clock_does_not_refute_the_step() {
+    let (mut clock, mut a, mut b) = two_paths();
+    // The clock jumps 200 ms at 1 s; `b`, busy, confirms it once `a`
+    // has been silent for a second, and reads flat after; `a` meets the
+    // step from 2.5 s on.
+    let t0 = 1_000_000;
+    for k in 0..150 {
+        b.on_sample(at(t0 + k * 10_000), &mut clock, 1, 220_000);
+        assert_eq!(b.steps(), u64::from(k >= 100), "{k}");
+    }
+    for k in 0..11 {
+        a.on_sample(at(t0 + 1_500_000 + k * 10_000), &mut clock, 0, 210_000);
+    }
+    assert_eq!(a.steps(), 1);
 }
