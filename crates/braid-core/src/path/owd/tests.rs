@@ -320,13 +320,13 @@ fn a_step_forward_is_confirmed_after_100ms_and_8_samples_and_not_counted_before(
 }
 
 /// Two paths' estimators on one sending side's clock: `a` 10 ms one way,
-/// `b` 20 ms, each sampled every 10 ms for a second, `b` 5 ms after `a`.
+/// `b` 30 ms, each sampled every 10 ms for a second, `b` 5 ms after `a`.
 fn two_paths() -> (OwdClock, OwdEstimator, OwdEstimator) {
     let mut clock = OwdClock::anchored(0);
     let (mut a, mut b) = (OwdEstimator::default(), OwdEstimator::default());
     for k in 0..100 {
         a.on_sample(at(k * 10_000), &mut clock, 0, 10_000);
-        b.on_sample(at(k * 10_000 + 5_000), &mut clock, 1, 20_000);
+        b.on_sample(at(k * 10_000 + 5_000), &mut clock, 1, 30_000);
     }
     (clock, a, b)
 }
@@ -340,7 +340,7 @@ fn a_rise_another_path_did_not_see_is_that_paths_delay_not_a_step() {
     for k in 0..30 {
         let t = t0 + k * 10_000;
         a.on_sample(at(t), &mut clock, 0, 210_000);
-        b.on_sample(at(t + 205_000), &mut clock, 1, 20_000);
+        b.on_sample(at(t + 205_000), &mut clock, 1, 30_000);
     }
     let end = at(t0 + 300_000);
     assert_eq!(a.steps(), 0);
@@ -362,11 +362,11 @@ fn a_step_every_path_sees_is_confirmed_on_each() {
     for k in 0..30 {
         let t = t0 + k * 10_000;
         a.on_sample(at(t), &mut clock, 0, 210_000);
-        b.on_sample(at(t + 5_000), &mut clock, 1, 220_000);
+        b.on_sample(at(t + 5_000), &mut clock, 1, 230_000);
     }
     let end = at(t0 + 300_000);
     assert_eq!((a.steps(), b.steps()), (1, 1));
-    assert_eq!((a.floor_us(end), b.floor_us(end)), (210_000.0, 220_000.0));
+    assert_eq!((a.floor_us(end), b.floor_us(end)), (210_000.0, 230_000.0));
     assert_eq!(a.queueing(end), Duration::ZERO);
 }
 
@@ -384,7 +384,7 @@ fn a_rise_waits_for_an_active_path_then_goes_by_what_it_says() {
         assert_eq!(a.floor_us(at(t0 + 300_000)), 10_000.0);
         assert_eq!(a.queueing(at(t0 + 300_000)), Duration::ZERO);
         // Then `b` speaks, and `a`'s next sample decides.
-        let owd_b = if b_rose { 220_000 } else { 20_000 };
+        let owd_b = if b_rose { 230_000 } else { 30_000 };
         b.on_sample(at(t0 + 500_000), &mut clock, 1, owd_b);
         a.on_sample(at(t0 + 300_000), &mut clock, 0, 210_000);
         assert_eq!(a.steps(), u64::from(b_rose), "b rose: {b_rose}");
@@ -412,11 +412,66 @@ fn a_path_that_already_moved_with_the_clock_does_not_refute_the_step() {
     // step from 2.5 s on.
     let t0 = 1_000_000;
     for k in 0..150 {
-        b.on_sample(at(t0 + k * 10_000), &mut clock, 1, 220_000);
+        b.on_sample(at(t0 + k * 10_000), &mut clock, 1, 230_000);
         assert_eq!(b.steps(), u64::from(k >= 100), "{k}");
     }
     for k in 0..11 {
         a.on_sample(at(t0 + 1_500_000 + k * 10_000), &mut clock, 0, 210_000);
     }
     assert_eq!(a.steps(), 1);
+}
+
+#[test]
+fn a_path_that_stepped_long_ago_still_refutes_a_fade() {
+    let (mut clock, mut a, mut b) = two_paths();
+    // The clock steps 200 ms at 1 s; both paths read it and move with it.
+    let t0 = 1_000_000;
+    for k in 0..30 {
+        let t = t0 + k * 10_000;
+        a.on_sample(at(t), &mut clock, 0, 210_000);
+        b.on_sample(at(t + 5_000), &mut clock, 1, 230_000);
+    }
+    assert_eq!((a.steps(), b.steps()), (1, 1));
+    // Both carry on at the new delays, then `a` fades at 200 s while `b`,
+    // its step more than two minutes old, reads as before.
+    let t1 = 200_000_000;
+    for k in 0..100 {
+        let t = t1 - 1_000_000 + k * 10_000;
+        a.on_sample(at(t), &mut clock, 0, 210_000);
+        b.on_sample(at(t + 5_000), &mut clock, 1, 230_000);
+    }
+    for k in 0..30 {
+        let t = t1 + k * 10_000;
+        a.on_sample(at(t), &mut clock, 0, 410_000);
+        b.on_sample(at(t + 205_000), &mut clock, 1, 230_000);
+    }
+    assert_eq!((a.steps(), b.steps()), (1, 1));
+    assert!(a.queueing(at(t1 + 300_000)) >= Duration::from_millis(100));
+}
+
+#[test]
+fn on_the_receiving_side_a_fade_is_told_by_the_peers_send_times() {
+    // The receiver's estimators: `raw` is our arrival time minus the
+    // peer's send stamp. The peer sends on `a` (10 ms) and, 5 ms later,
+    // on `b` (30 ms) every 10 ms; from its 1-s packet on, `a`'s arrive
+    // 200 ms late for 300 ms.
+    let mut clock = OwdClock::for_receiver();
+    let (mut a, mut b) = (OwdEstimator::default(), OwdEstimator::default());
+    let mut feed = |sent: i64, owd_a: i64| {
+        a.on_sample(at(sent + owd_a), &mut clock, 0, owd_a as u32);
+        b.on_sample(at(sent + 35_000), &mut clock, 1, 30_000);
+    };
+    for k in 0..100 {
+        feed(k * 10_000, 10_000);
+    }
+    for k in 100..130 {
+        feed(k * 10_000, 210_000);
+    }
+    let end = at(1_300_000 + 210_000);
+    assert_eq!((a.steps(), b.steps()), (0, 0));
+    assert!(
+        a.queueing(end) >= Duration::from_millis(100),
+        "{:?}",
+        a.queueing(end)
+    );
 }
