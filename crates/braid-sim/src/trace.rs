@@ -103,6 +103,26 @@ impl Trace {
         })
     }
 
+    /// A synthetic trace of `millis` ms whose rate during millisecond `ms`
+    /// (1-based) is `mbit_at(ms)` Mbit/s: a fade or a step, say. Each
+    /// millisecond's share of an opportunity carries over to the next.
+    pub fn from_rates(
+        name: &str,
+        millis: u32,
+        mbit_at: impl Fn(u32) -> f64,
+    ) -> Result<Trace, (usize, String)> {
+        let mut text = String::new();
+        let mut owed = 0.0;
+        for ms in 1..=millis {
+            owed += mbit_at(ms) * 1e6 / 8.0 / OPPORTUNITY_BYTES as f64 / 1000.0;
+            while owed >= 1.0 {
+                text += &format!("{ms}\n");
+                owed -= 1.0;
+            }
+        }
+        Trace::parse(name, &text)
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -171,6 +191,18 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trace_from_rates_gives_each_millisecond_its_share() {
+        // 12 Mbit/s is one 1500-byte opportunity per millisecond; 6 Mbit/s
+        // one every other millisecond.
+        let t = Trace::from_rates("r", 1000, |ms| if ms <= 500 { 12.0 } else { 6.0 }).unwrap();
+        let ms = Duration::from_millis;
+        assert_eq!(t.opportunities_between(ms(0), ms(501)), 500);
+        assert_eq!(t.opportunities_between(ms(501), ms(1001)), 250);
+        assert_eq!(t.period(), Duration::from_millis(1000));
+        assert!(Trace::from_rates("none", 10, |_| 0.0).is_err());
+    }
 
     #[test]
     fn parses_and_counts_repeating() {

@@ -50,17 +50,7 @@ fn a_blackout_on_one_path_never_stalls_the_stream_for_long() {
 /// A mahimahi trace of 2 s that fades to 2 Mbit/s for its first second
 /// and carries 20 Mbit/s in its second: 11 Mbit/s on average.
 fn fade_trace() -> Trace {
-    let mut text = String::new();
-    let mut owed = 0.0;
-    for ms in 1..=2000u32 {
-        let mbit = if ms <= 1000 { 2.0 } else { 20.0 };
-        owed += mbit * 1e6 / 8.0 / 1500.0 / 1000.0;
-        while owed >= 1.0 {
-            text += &format!("{ms}\n");
-            owed -= 1.0;
-        }
-    }
-    Trace::parse("fade", &text).unwrap()
+    Trace::from_rates("fade", 2000, |ms| if ms <= 1000 { 2.0 } else { 20.0 }).unwrap()
 }
 
 /// After each fade the path's rate comes back tenfold, and only a BBR

@@ -450,23 +450,14 @@ fn a_download_goes_through_the_servers_session_on_the_down_links() {
 }
 
 /// A mahimahi trace of 30 s at 20 Mbit/s that gives nothing from 10.0 to
-/// 10.5 s: an LTE fade.
+/// 10.5 s and 5 Mbit/s to 11.0 s: an LTE fade.
 fn twenty_mbit_with_a_fade() -> Trace {
-    let mut text = String::new();
-    let mut owed = 0.0;
-    for ms in 1..=30_000u32 {
-        let mbit = match ms {
-            10_000..10_500 => 0.0,
-            10_500..11_000 => 5.0,
-            _ => 20.0,
-        };
-        owed += mbit * 1e6 / 8.0 / 1500.0 / 1000.0;
-        while owed >= 1.0 {
-            text += &format!("{ms}\n");
-            owed -= 1.0;
-        }
-    }
-    Trace::parse("fade", &text).unwrap()
+    Trace::from_rates("fade", 30_000, |ms| match ms {
+        10_000..10_500 => 0.0,
+        10_500..11_000 => 5.0,
+        _ => 20.0,
+    })
+    .unwrap()
 }
 
 /// The packets a fade holds for half a second are that path's delay, not

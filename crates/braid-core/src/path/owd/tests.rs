@@ -324,11 +324,30 @@ fn a_step_forward_is_confirmed_after_100ms_and_8_samples_and_not_counted_before(
 fn two_paths() -> (OwdClock, OwdEstimator, OwdEstimator) {
     let mut clock = OwdClock::anchored(0);
     let (mut a, mut b) = (OwdEstimator::default(), OwdEstimator::default());
-    for k in 0..100 {
-        a.on_sample(at(k * 10_000), &mut clock, 0, 10_000);
-        b.on_sample(at(k * 10_000 + 5_000), &mut clock, 1, 30_000);
-    }
+    both(
+        &mut clock,
+        (&mut a, &mut b),
+        (0, 100),
+        10_000,
+        (5_000, 30_000),
+    );
     (clock, a, b)
+}
+
+/// `rounds` samples every 10 ms from `t0`: `a` (path 0) at each with
+/// delay `owd_a`, then `b` (path 1) `lag` later with delay `owd_b`.
+fn both(
+    clock: &mut OwdClock,
+    (a, b): (&mut OwdEstimator, &mut OwdEstimator),
+    (t0, rounds): (i64, i64),
+    owd_a: u32,
+    (lag, owd_b): (i64, u32),
+) {
+    for k in 0..rounds {
+        let t = t0 + k * 10_000;
+        a.on_sample(at(t), clock, 0, owd_a);
+        b.on_sample(at(t + lag), clock, 1, owd_b);
+    }
 }
 
 #[test]
@@ -337,11 +356,13 @@ fn a_rise_another_path_did_not_see_is_that_paths_delay_not_a_step() {
     // From 1 s, `a` fades: its samples take 200 ms more, while `b`,
     // heard after each of them arrived, reads as before.
     let t0 = 1_000_000;
-    for k in 0..30 {
-        let t = t0 + k * 10_000;
-        a.on_sample(at(t), &mut clock, 0, 210_000);
-        b.on_sample(at(t + 205_000), &mut clock, 1, 30_000);
-    }
+    both(
+        &mut clock,
+        (&mut a, &mut b),
+        (t0, 30),
+        210_000,
+        (205_000, 30_000),
+    );
     let end = at(t0 + 300_000);
     assert_eq!(a.steps(), 0);
     assert_eq!(a.floor_us(end), 10_000.0);
@@ -359,11 +380,13 @@ fn a_step_every_path_sees_is_confirmed_on_each() {
     let (mut clock, mut a, mut b) = two_paths();
     // The receiver's clock jumps 200 ms at 1 s: both paths read it.
     let t0 = 1_000_000;
-    for k in 0..30 {
-        let t = t0 + k * 10_000;
-        a.on_sample(at(t), &mut clock, 0, 210_000);
-        b.on_sample(at(t + 5_000), &mut clock, 1, 230_000);
-    }
+    both(
+        &mut clock,
+        (&mut a, &mut b),
+        (t0, 30),
+        210_000,
+        (5_000, 230_000),
+    );
     let end = at(t0 + 300_000);
     assert_eq!((a.steps(), b.steps()), (1, 1));
     assert_eq!((a.floor_us(end), b.floor_us(end)), (210_000.0, 230_000.0));
@@ -426,25 +449,31 @@ fn a_path_that_stepped_long_ago_still_refutes_a_fade() {
     let (mut clock, mut a, mut b) = two_paths();
     // The clock steps 200 ms at 1 s; both paths read it and move with it.
     let t0 = 1_000_000;
-    for k in 0..30 {
-        let t = t0 + k * 10_000;
-        a.on_sample(at(t), &mut clock, 0, 210_000);
-        b.on_sample(at(t + 5_000), &mut clock, 1, 230_000);
-    }
+    both(
+        &mut clock,
+        (&mut a, &mut b),
+        (t0, 30),
+        210_000,
+        (5_000, 230_000),
+    );
     assert_eq!((a.steps(), b.steps()), (1, 1));
     // Both carry on at the new delays, then `a` fades at 200 s while `b`,
     // its step more than two minutes old, reads as before.
     let t1 = 200_000_000;
-    for k in 0..100 {
-        let t = t1 - 1_000_000 + k * 10_000;
-        a.on_sample(at(t), &mut clock, 0, 210_000);
-        b.on_sample(at(t + 5_000), &mut clock, 1, 230_000);
-    }
-    for k in 0..30 {
-        let t = t1 + k * 10_000;
-        a.on_sample(at(t), &mut clock, 0, 410_000);
-        b.on_sample(at(t + 205_000), &mut clock, 1, 230_000);
-    }
+    both(
+        &mut clock,
+        (&mut a, &mut b),
+        (t1 - 1_000_000, 100),
+        210_000,
+        (5_000, 230_000),
+    );
+    both(
+        &mut clock,
+        (&mut a, &mut b),
+        (t1, 30),
+        410_000,
+        (205_000, 230_000),
+    );
     assert_eq!((a.steps(), b.steps()), (1, 1));
     assert!(a.queueing(at(t1 + 300_000)) >= Duration::from_millis(100));
 }
