@@ -17,9 +17,18 @@
 //! already owns: the wire packet is a copy of it, so keeping it costs
 //! memory for a round trip, not a copy.
 //!
+//! The store also tells when a datagram is overdue: a higher number that
+//! left on a quicker path was acknowledged, so the receiver holds it and
+//! waits for this one (`mark_passed`). The sender copies a minor path's
+//! overdue datagrams onto a quicker path (`overdue`): a 3G path's fade
+//! holds single datagrams for a second and more, and every packet of the
+//! fixed line beside it waits behind them at the receiver.
+//!
 //! Work is bounded per packet: settling one is a binary search in its
 //! path's store (ordered by the path's own sequence numbers) and pops from
-//! the front; taking a dead path's store moves what it holds, once.
+//! the front; taking a dead path's store moves what it holds, once; two
+//! cursors per path, which only move forward, find what was passed and
+//! what is overdue, so each entry is marked once and copied at most once.
 
 use std::collections::VecDeque;
 
@@ -35,6 +44,17 @@ pub struct Kept {
     /// When the application offered it: a re-send is subject to the same
     /// queue delay limit as the first send.
     pub enqueued: Instant,
+    /// Sent ahead of lower numbers (an express packet): its arrival
+    /// passes no hole.
+    pub express: bool,
+    /// When it left on its path.
+    pub sent: Instant,
+    /// When the sender first learned that a higher number had arrived by
+    /// a quicker path, so that the receiver waits for this one (see
+    /// [`InFlightPayloads::mark_passed`]).
+    pub passed: Option<Instant>,
+    /// A copy already went on a quicker path (see [`InFlightPayloads::overdue`]).
+    pub hedged: bool,
 }
 
 #[derive(Debug)]
@@ -44,10 +64,31 @@ struct Entry {
     kept: Option<Kept>,
 }
 
+/// One path's payloads, by the path's sequence numbers.
+#[derive(Debug, Default)]
+struct PathStore {
+    entries: VecDeque<Entry>,
+    /// Entries from the front that a higher number has passed (or that
+    /// were settled before it could)...
+    passed: usize,
+    /// ...and those of them already copied or settled.
+    hedged: usize,
+}
+
+impl PathStore {
+    fn pop_settled(&mut self) {
+        while self.entries.front().is_some_and(|e| e.kept.is_none()) {
+            self.entries.pop_front();
+            self.passed = self.passed.saturating_sub(1);
+            self.hedged = self.hedged.saturating_sub(1);
+        }
+    }
+}
+
 /// Payloads in flight, per path.
 #[derive(Debug)]
 pub struct InFlightPayloads {
-    paths: Vec<VecDeque<Entry>>,
+    paths: Vec<PathStore>,
     bytes: usize,
     max_bytes: usize,
 }
@@ -55,7 +96,7 @@ pub struct InFlightPayloads {
 impl InFlightPayloads {
     pub fn new(paths: usize, max_bytes: usize) -> InFlightPayloads {
         InFlightPayloads {
-            paths: (0..paths).map(|_| VecDeque::new()).collect(),
+            paths: (0..paths).map(|_| PathStore::default()).collect(),
             bytes: 0,
             max_bytes,
         }
@@ -71,7 +112,7 @@ impl InFlightPayloads {
     pub fn len(&self, path: usize) -> usize {
         self.paths
             .get(path)
-            .map_or(0, |p| p.iter().filter(|e| e.kept.is_some()).count())
+            .map_or(0, |p| p.entries.iter().filter(|e| e.kept.is_some()).count())
     }
 
     /// Keeps `kept`, just sent on `path` as the path's packet `pseq`
@@ -82,12 +123,12 @@ impl InFlightPayloads {
         let Some(store) = self.paths.get_mut(path) else {
             return Some(kept);
         };
-        let rises = store.back().is_none_or(|e| e.pseq < pseq);
+        let rises = store.entries.back().is_none_or(|e| e.pseq < pseq);
         if !rises || self.bytes + len > self.max_bytes {
             return Some(kept);
         }
         self.bytes += len;
-        store.push_back(Entry {
+        store.entries.push_back(Entry {
             pseq,
             kept: Some(kept),
         });
@@ -100,15 +141,14 @@ impl InFlightPayloads {
     pub fn take(&mut self, path: usize, pseq: u64) -> Option<Kept> {
         let store = self.paths.get_mut(path)?;
         let taken = store
+            .entries
             .binary_search_by_key(&pseq, |e| e.pseq)
             .ok()
-            .and_then(|i| store[i].kept.take());
+            .and_then(|i| store.entries[i].kept.take());
         if let Some(k) = &taken {
             self.bytes -= k.payload.len();
         }
-        while store.front().is_some_and(|e| e.kept.is_none()) {
-            store.pop_front();
-        }
+        store.pop_settled();
         taken
     }
 
@@ -118,9 +158,72 @@ impl InFlightPayloads {
         let Some(store) = self.paths.get_mut(path) else {
             return Vec::new();
         };
-        let taken: Vec<Kept> = store.drain(..).filter_map(|e| e.kept).collect();
+        let taken: Vec<Kept> = store.entries.drain(..).filter_map(|e| e.kept).collect();
+        (store.passed, store.hedged) = (0, 0);
         self.bytes -= taken.iter().map(|k| k.payload.len()).sum::<usize>();
         taken
+    }
+
+    /// Number `below` arrived by a quicker path than `path`: the receiver
+    /// holds it, waiting for `path`'s datagrams numbered lower. They are
+    /// marked passed `now`, in order of the path's numbers, up to the first
+    /// at or above `below` (numbers rise along a path but for datagrams
+    /// sent again, which wait for the next pass). Each entry is looked at
+    /// once.
+    pub fn mark_passed(&mut self, path: usize, below: u64, now: Instant) {
+        let Some(store) = self.paths.get_mut(path) else {
+            return;
+        };
+        while let Some(e) = store.entries.get_mut(store.passed) {
+            match &mut e.kept {
+                Some(k) if k.gseq >= below => break,
+                Some(k) => k.passed = Some(now),
+                None => {}
+            }
+            store.passed += 1;
+        }
+    }
+
+    /// When `path`'s oldest datagram that was passed and not yet copied
+    /// falls `due`, a time the caller derives from its send and pass times
+    /// (both rise along the path, so the oldest falls due first).
+    pub fn next_due(&self, path: usize, due: impl Fn(&Kept) -> Instant) -> Option<Instant> {
+        let store = self.paths.get(path)?;
+        store
+            .entries
+            .range(store.hedged..store.passed)
+            .filter_map(|e| e.kept.as_ref())
+            .find(|k| !k.hedged)
+            .map(due)
+    }
+
+    /// `path`'s oldest datagram passed and not yet copied, if it fell
+    /// `due` by `now`, marked as copied: the caller sends a copy on a
+    /// quicker path. Each entry is looked at once.
+    pub fn overdue(
+        &mut self,
+        path: usize,
+        now: Instant,
+        due: impl Fn(&Kept) -> Instant,
+    ) -> Option<&Kept> {
+        let store = self.paths.get_mut(path)?;
+        while store.hedged < store.passed {
+            let at = store.hedged;
+            store.hedged += 1;
+            match &store.entries[at].kept {
+                Some(k) if !k.hedged && due(k) > now => {
+                    store.hedged = at;
+                    return None;
+                }
+                Some(k) if !k.hedged => {
+                    let k = store.entries[at].kept.as_mut()?;
+                    k.hedged = true;
+                    return Some(k);
+                }
+                _ => {}
+            }
+        }
+        None
     }
 }
 
@@ -134,6 +237,10 @@ mod tests {
             flow_gap: 1,
             payload: vec![0; len],
             enqueued: Instant::ZERO,
+            express: false,
+            sent: Instant::ZERO,
+            passed: None,
+            hedged: false,
         }
     }
 

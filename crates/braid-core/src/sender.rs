@@ -147,6 +147,15 @@ pub struct SenderCounters {
     /// told to skip them.
     pub resend_stale: u64,
     pub malformed_feedback: u64,
+    /// Copies of a minor path's overdue datagrams put in the window for
+    /// a quicker path (see `Sender::hedge_overdue`)...
+    pub hedged: u64,
+    /// ...those sent (not counted in `sent_datagrams`)...
+    pub hedge_sent: u64,
+    /// ...and those dropped unsent, with no skip notice (the original is
+    /// still on its way): they waited past the queue delay limit, or no
+    /// quicker path was left to take them.
+    pub hedge_dropped: u64,
 }
 
 /// A datagram waiting to be scheduled. Its global number is given when it
@@ -180,6 +189,10 @@ enum Again {
     PathDied,
     /// Its path lost it (`SenderConfig::resend_losses`).
     Lost,
+    /// A copy of a datagram still in flight on this path, which a higher
+    /// number passed by a quicker path long enough ago that the receiver
+    /// is waiting for it.
+    Overdue(u8),
 }
 
 /// What the sender tracks of one flow-queue bucket.
@@ -268,6 +281,18 @@ const WINDOW_SLACK: Duration = Duration::from_millis(5);
 /// Scheduling window before any path has a rate estimate.
 const INITIAL_WINDOW_BYTES: u64 = 64 * 1024;
 
+/// A live path whose rate estimate is under this share of the live paths'
+/// total is minor: copies of its overdue datagrams go on the quicker
+/// paths (see `Sender::hedge_overdue`). Copying all it sends would cost
+/// the others at most this share; copying a major path's (an LTE path's
+/// beside a fixed line, late by tens of milliseconds half the time) cost
+/// the fixed line more than the copies gave back (BENCHMARKS.md).
+const MINOR_SHARE: f64 = 0.1;
+
+/// How long past its due a minor path's datagram waits before a copy goes
+/// on a quicker path (see `Sender::hedge_due`).
+const HEDGE_MARGIN: Duration = Duration::from_millis(30);
+
 /// CoDel's interval is at least this (RFC 8289's default)...
 const MIN_CODEL_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -318,6 +343,9 @@ pub struct Sender {
     usable: PathSet,
     /// Payloads of the datagrams each path has in flight, for reinjection.
     in_flight: InFlightPayloads,
+    /// Per path, the highest number acknowledged in the feedback being
+    /// read (reused, so that reading feedback allocates nothing).
+    acked_gseq: Vec<Option<u64>>,
     /// Buffers of datagrams sent and payloads acknowledged, for the next
     /// datagrams and the caller's next payloads.
     buffers: BufferPool,
@@ -370,6 +398,7 @@ impl Sender {
             views: Vec::new(),
             usable: PathSet::all(config_paths),
             in_flight,
+            acked_gseq: vec![None; config_paths],
             buffers: BufferPool::new(BUFFER_CAPACITY),
             counters: SenderCounters::default(),
         })
@@ -636,6 +665,21 @@ impl Sender {
             .filter(move |p| live.is_empty() || live.contains(usize::from(p.id)))
     }
 
+    /// The live paths whose rate estimate is under [`MINOR_SHARE`] of the
+    /// live paths' total.
+    fn minor_paths(&self) -> PathSet {
+        let live = self.live_paths();
+        let rate = |i: usize| self.paths[i].bandwidth_bps();
+        let total: f64 = live.iter().filter_map(rate).sum();
+        let mut minor = PathSet::default();
+        for i in live.iter() {
+            if rate(i).is_some_and(|r| r < MINOR_SHARE * total) {
+                minor.insert(i);
+            }
+        }
+        minor
+    }
+
     /// The largest smoothed round trip among the sizing paths (zero before
     /// any is measured).
     fn slowest_srtt(&self) -> Duration {
@@ -701,6 +745,7 @@ impl Sender {
             match self.queue[0].again {
                 Some(Again::PathDied) => self.counters.reinject_stale += 1,
                 Some(Again::Lost) => self.counters.resend_stale += 1,
+                Some(Again::Overdue(_)) => self.counters.hedge_dropped += 1,
                 None => self.counters.dropped_stale += 1,
             }
             self.discard(0);
@@ -722,6 +767,7 @@ impl Sender {
     /// rate sample, on the path that carries it.
     fn reinject_from(&mut self, now: Instant, path: usize) {
         let kept = self.in_flight.take_path(path);
+        let kept = self.without_hedged(kept);
         if self.live_paths().iter().all(|i| i == path) {
             // Lost with the path; the receiver is told once one is back.
             for k in kept {
@@ -792,12 +838,16 @@ impl Sender {
     /// Keeps a datagram just sent as `path`'s packet `pseq` until the path
     /// settles it. Copies (redundant scheduling) and probes are not kept:
     /// another copy is their reinjection.
-    fn keep_sent(&mut self, path: usize, pseq: u64, q: Queued) {
+    fn keep_sent(&mut self, now: Instant, path: usize, pseq: u64, q: Queued) {
         let kept = Kept {
             gseq: q.gseq,
             flow_gap: q.flow_gap,
             payload: q.payload,
             enqueued: q.enqueued,
+            express: q.express,
+            sent: now,
+            passed: None,
+            hedged: false,
         };
         if let Some(refused) = self.in_flight.keep(path, pseq, kept) {
             self.counters.reinject_not_kept += 1;
@@ -824,7 +874,11 @@ impl Sender {
     /// its number.
     fn discard(&mut self, index: usize) {
         let q = self.remove(index);
-        self.note_skip(q.gseq);
+        // The original of a copy is still on its way.
+        if !matches!(q.again, Some(Again::Overdue(_))) {
+            self.note_skip(q.gseq);
+        }
+        self.recycle(q.payload);
     }
 
     /// The receiver is to skip `gseq`, in the next notice.
@@ -891,7 +945,8 @@ impl Sender {
         let down = self.paths[path].is_suspect();
         let mut before = 0u64;
         for (i, q) in self.queue.iter().enumerate() {
-            let may = floor.is_none_or(|f| q.gseq > f) && !(down && q.again.is_some());
+            let hedge = matches!(q.again, Some(Again::Overdue(_)));
+            let may = floor.is_none_or(|f| q.gseq > f) && !(down && q.again.is_some()) && !hedge;
             if before >= ahead_bytes && may {
                 return Some(i);
             }
@@ -961,11 +1016,99 @@ impl Sender {
     /// Paths a datagram may go to: the usable ones, and for one sent again
     /// only those not down (schedulers that ignore liveness, such as
     /// round robin, would otherwise hand it back to the dead path).
-    fn allowed_for(&self, again: bool) -> PathSet {
-        if again {
-            self.live_paths()
-        } else {
-            self.usable
+    fn allowed_for(&self, again: Option<Again>) -> PathSet {
+        match again {
+            None => self.usable,
+            Some(Again::Overdue(from)) => self.hedge_targets(usize::from(from)),
+            Some(_) => self.live_paths(),
+        }
+    }
+
+    /// The live paths whose one-way delay floor is below `path`'s: where a
+    /// copy of a datagram late on `path` may go.
+    fn quicker_than(&self, path: usize) -> PathSet {
+        let mut quicker = PathSet::default();
+        let p = &self.paths[path];
+        if !p.owd.has_samples() {
+            return quicker;
+        }
+        let floor = p.owd.floor_us(self.last_now);
+        for i in self.live_paths().iter() {
+            let q = &self.paths[i];
+            if i != path && q.owd.has_samples() && q.owd.floor_us(self.last_now) < floor {
+                quicker.insert(i);
+            }
+        }
+        quicker
+    }
+
+    /// Datagrams a path gives back, less those a copy of which already
+    /// went on a quicker path.
+    fn without_hedged(&mut self, kept: Vec<Kept>) -> Vec<Kept> {
+        let (copied, rest): (Vec<Kept>, Vec<Kept>) = kept.into_iter().partition(|k| k.hedged);
+        for k in copied {
+            self.recycle(k.payload);
+        }
+        rest
+    }
+
+    /// Where a copy of a minor path's overdue datagrams may go: the paths
+    /// quicker than it, or none when it is not minor (copies of a major
+    /// path's datagrams could take the quicker paths' whole capacity).
+    fn hedge_targets(&self, path: usize) -> PathSet {
+        if !self.config.resend_losses || !self.minor_paths().contains(path) {
+            return PathSet::default();
+        }
+        self.quicker_than(path)
+    }
+
+    /// When a datagram kept on `path` is overdue: [`HEDGE_MARGIN`] after
+    /// a quicker path passed it, or after its path's minimum round trip
+    /// since it was sent, whichever is later (its acknowledgement comes
+    /// back on its own path, which may be the longer way).
+    fn hedge_due(&self, path: usize) -> impl Fn(&Kept) -> Instant {
+        let min_rtt = self.paths[path].rtt.min_rtt().unwrap_or(Duration::ZERO);
+        move |k: &Kept| k.passed.unwrap_or(k.sent).max(k.sent + min_rtt) + HEDGE_MARGIN
+    }
+
+    /// Copies of a minor path's overdue datagrams go into the window, by
+    /// number, for the quicker paths (see `Again::Overdue`).
+    fn hedge_overdue(&mut self, now: Instant) {
+        for path in 0..self.paths.len() {
+            if self.hedge_targets(path).is_empty() {
+                continue;
+            }
+            let due = self.hedge_due(path);
+            let mut copies = Vec::new();
+            while let Some(k) = self.in_flight.overdue(path, now, &due) {
+                copies.push(Kept {
+                    gseq: k.gseq,
+                    flow_gap: k.flow_gap,
+                    payload: self.buffers.copy_of(&k.payload),
+                    // A copy is as fresh as the wait it ends: the queue
+                    // delay limit counts from now.
+                    enqueued: now,
+                    express: false,
+                    sent: now,
+                    passed: None,
+                    hedged: true,
+                });
+            }
+            self.counters.hedged += copies.len() as u64;
+            self.send_again(now, copies, Again::Overdue(path as u8));
+        }
+    }
+
+    /// Marks each path's datagrams below the highest number the feedback
+    /// just read acknowledged on a quicker path as passed: the receiver
+    /// holds that number, waiting for them.
+    fn mark_passed(&mut self, now: Instant) {
+        for p in 0..self.paths.len() {
+            let quicker = self.quicker_than(p);
+            let below = quicker.iter().filter_map(|q| self.acked_gseq[q]).max();
+            if let Some(below) = below {
+                self.in_flight.mark_passed(p, below, now);
+            }
         }
     }
 
@@ -1002,7 +1145,14 @@ impl Sender {
                 break;
             };
             let head_bytes = wire_bytes(head.payload.len());
-            let head_again = head.again.is_some();
+            let head_again = head.again;
+            let allowed = self.allowed_for(head_again);
+            if allowed.is_empty() && matches!(head_again, Some(Again::Overdue(_))) {
+                // Its path is no longer minor, or no quicker path is left.
+                self.counters.hedge_dropped += 1;
+                self.discard(0);
+                continue;
+            }
             if views_for != Some(head_bytes) {
                 self.refresh_views(now, head_bytes);
                 views_for = Some(head_bytes);
@@ -1014,7 +1164,7 @@ impl Sender {
                 backlog_bytes: self.window_bytes() + self.flow_queue_wire_bytes(),
                 queue_delay_limit: self.queue_delay_limit,
             });
-            let decision = self.restrict(picked, self.allowed_for(head_again));
+            let decision = self.restrict(picked, allowed);
             match decision {
                 Decision::Wait => break,
                 Decision::Drop => {
@@ -1040,7 +1190,7 @@ impl Sender {
                     }
                     self.probe_down_paths(now, set, &q);
                     match only {
-                        Some((i, pseq)) => self.keep_sent(i, pseq, q),
+                        Some((i, pseq)) => self.keep_sent(now, i, pseq, q),
                         None => self.recycle(q.payload),
                     }
                 }
@@ -1061,7 +1211,7 @@ impl Sender {
                     self.probe_if_down(now, path);
                     self.refresh_view(path, now, head_bytes);
                     self.probe_down_paths(now, PathSet::one(path), &q);
-                    self.keep_sent(path, pseq, q);
+                    self.keep_sent(now, path, pseq, q);
                 }
             }
         }
@@ -1115,6 +1265,7 @@ impl Sender {
                 self.counters.resent += 1;
                 self.counters.resent_bytes += q.payload.len() as u64;
             }
+            Some(Again::Overdue(_)) => self.counters.hedge_sent += 1,
             None => self.counters.sent_datagrams += 1,
         }
         if q.express {
@@ -1206,6 +1357,7 @@ impl Sender {
             }
         };
         let mut lost = Vec::new();
+        self.acked_gseq.fill(None);
         for frame in frames {
             match frame {
                 Frame::Ack(ack) => {
@@ -1214,10 +1366,14 @@ impl Sender {
                     let relayed = self.feedback_path.is_some_and(|a| a != ack.path);
                     if let Some(p) = self.paths.get_mut(path) {
                         let (kept, buffers) = (&mut self.in_flight, &mut self.buffers);
+                        let highest = &mut self.acked_gseq[path];
                         p.on_ack_via(now, &ack, !relayed, &mut self.owd_clock, |pseq, acked| {
                             let taken = kept.take(path, pseq);
                             if acked {
                                 if let Some(k) = taken {
+                                    if !k.express {
+                                        *highest = (*highest).max(Some(k.gseq));
+                                    }
                                     buffers.put(k.payload, room);
                                 }
                             } else {
@@ -1246,8 +1402,11 @@ impl Sender {
         self.flows
             .set_interval(self.codel_interval(), CODEL_TARGET_SHARE);
         if self.config.resend_losses {
+            self.mark_passed(now);
+            let mut lost = self.without_hedged(lost);
             lost.sort_by_key(|k: &Kept| k.gseq);
             self.send_again(now, lost, Again::Lost);
+            self.hedge_overdue(now);
         } else {
             // The receiver pins down only the last of a burst a path lost
             // (the next packet's `prev_gap`); the rest would wait out its
@@ -1279,8 +1438,13 @@ impl Sender {
                 .min();
             pacing.map_or(stale, |p| p.min(stale))
         });
+        let hedges = (0..self.paths.len())
+            .filter(|&p| !self.hedge_targets(p).is_empty())
+            .filter_map(|p| self.in_flight.next_due(p, self.hedge_due(p)))
+            .map(|t| t.max(self.last_now));
         path_timeouts
             .chain(head)
+            .chain(hedges)
             .chain(self.skip_notice_due().map(|t| t.max(self.last_now)))
             .min()
     }
@@ -1304,6 +1468,9 @@ impl Sender {
             self.reinject_from(now, i);
         }
         self.shift_load_from(went_down);
+        if self.config.resend_losses {
+            self.hedge_overdue(now);
+        }
         self.drop_stale(now);
         self.drain(now);
     }
@@ -1890,6 +2057,10 @@ mod tests {
             flow_gap: 1,
             payload: vec![7; 1000],
             enqueued: t0,
+            express: false,
+            sent: t0,
+            passed: None,
+            hedged: false,
         };
         // 30 and 40 leave behind lower numbers (a `SendBehind`)...
         for gseq in [30, 40] {
@@ -1967,6 +2138,10 @@ mod tests {
             flow_gap: 0,
             payload: vec![7; 1000],
             enqueued: t0,
+            express: false,
+            sent: t0,
+            passed: None,
+            hedged: false,
         };
         s.send_again(t0 + ms(1), vec![lost], Again::Lost);
         assert_eq!(sent_headers(&mut s), vec![]);
