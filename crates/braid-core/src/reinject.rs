@@ -230,6 +230,7 @@ impl InFlightPayloads {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn kept(gseq: u64, len: usize) -> Kept {
         Kept {
@@ -270,6 +271,48 @@ mod tests {
         s.take(9, 0);
         assert_eq!(s.take(9, 0), None);
         assert!(s.take_path(9).is_empty());
+    }
+
+    #[test]
+    fn passed_datagrams_fall_due_in_order_and_each_is_copied_once() {
+        let mut s = InFlightPayloads::new(2, 100_000);
+        let at = |ms: u64| Instant::from_nanos(ms * 1_000_000);
+        let due = |k: &Kept| k.passed.expect("passed") + Duration::from_millis(30);
+        // Path 1 carries 10, 11, 12, then 3 sent again, then 13.
+        for (pseq, gseq) in [(0, 10), (1, 11), (2, 12), (3, 3), (4, 13)] {
+            assert_eq!(s.keep(1, pseq, kept(gseq, 100)), None);
+        }
+        assert_eq!(s.next_due(1, due), None);
+        // 12 arrived by a quicker path: 10 and 11 are waited for.
+        s.mark_passed(1, 12, at(100));
+        assert_eq!(s.next_due(1, due), Some(at(130)));
+        assert!(s.overdue(1, at(129), due).is_none());
+        // 10 is acknowledged before it falls due: never copied.
+        s.take(1, 0);
+        assert_eq!(s.overdue(1, at(130), due).map(|k| k.gseq), Some(11));
+        assert!(s.overdue(1, at(130), due).is_none());
+        assert_eq!(s.next_due(1, due), None);
+        // A higher number passes 12, the 3 sent again behind it, and 13.
+        s.mark_passed(1, 100, at(200));
+        assert_eq!(s.next_due(1, due), Some(at(230)));
+        let mut copied = Vec::new();
+        while let Some(k) = s.overdue(1, at(230), due) {
+            copied.push(k.gseq);
+        }
+        assert_eq!(copied, vec![12, 3, 13]);
+        assert_eq!(s.next_due(1, due), None);
+        // Given back marked as copied; the store starts afresh.
+        let back: Vec<(u64, bool)> = s.take_path(1).iter().map(|k| (k.gseq, k.hedged)).collect();
+        assert_eq!(back, vec![(11, true), (12, true), (3, true), (13, true)]);
+        assert_eq!(s.keep(1, 5, kept(20, 100)), None);
+        s.mark_passed(1, 21, at(300));
+        assert_eq!(s.overdue(1, at(330), due).map(|k| k.gseq), Some(20));
+        // Path 0 was never passed; out-of-range paths are ignored.
+        assert_eq!(s.keep(0, 0, kept(1, 100)), None);
+        assert!(s.overdue(0, at(1000), due).is_none());
+        s.mark_passed(9, 1, at(0));
+        assert!(s.overdue(9, at(1000), due).is_none());
+        assert_eq!(s.next_due(9, due), None);
     }
 
     #[test]

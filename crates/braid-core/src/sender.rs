@@ -1959,6 +1959,91 @@ mod tests {
         assert_eq!(s.kept_in_flight_bytes(), 0);
     }
 
+    /// Acknowledges packet `largest` of `path`, received at `received`
+    /// (the test's clocks agree), and those before it `bitmap` names.
+    fn ack_received(
+        s: &mut Sender,
+        now: Instant,
+        path: u8,
+        largest: u32,
+        received: Instant,
+        bitmap: u64,
+    ) {
+        let ack = wire::AckFrame {
+            path,
+            largest_pseq: largest,
+            ack_delay_us: 0,
+            recv_ts_us: received.wire_micros(),
+            bitmap,
+        };
+        let packet = wire::feedback_packet(path, &[Frame::Ack(ack)]).unwrap();
+        s.handle_datagram(now, &packet).unwrap();
+    }
+
+    /// Round robin over path a (10 ms one way) and path b (50 ms), rated
+    /// `a_bps` and `b_bps`: one datagram each measures both, then four
+    /// more go out at t1 (2 and 4 on a, 3 and 5 on b) and a's are
+    /// acknowledged 20 ms later. Returns t1.
+    fn b_passed_by_a(s: &mut Sender, t0: Instant, a_bps: f64, b_bps: f64) -> Instant {
+        assert!(s.seed_path_rate(0, a_bps) && s.seed_path_rate(1, b_bps));
+        s.send(t0, vec![7; 1000]).unwrap();
+        s.send(t0, vec![7; 1000]).unwrap();
+        assert_eq!(sent_gseqs(s), vec![(0, 0), (1, 1)]);
+        ack_received(s, t0 + ms(20), 0, 0, t0 + ms(10), 0);
+        ack_received(s, t0 + ms(100), 1, 0, t0 + ms(50), 0);
+        let t1 = t0 + ms(200);
+        for _ in 0..4 {
+            s.send(t1, vec![7; 1000]).unwrap();
+        }
+        run_until(s, t1 + ms(1));
+        assert_eq!(sent_gseqs(s), vec![(0, 2), (1, 3), (0, 4), (1, 5)]);
+        ack_received(s, t1 + ms(20), 0, 2, t1 + ms(10), u64::MAX);
+        t1
+    }
+
+    #[test]
+    fn a_minor_paths_datagram_passed_by_a_quicker_path_is_copied_there_once() {
+        let mut config = two_paths("rr", ms(2000));
+        config.resend_losses = true;
+        let mut s = Sender::new(config).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        // b carries under a tenth of the bond: minor.
+        let t1 = b_passed_by_a(&mut s, t0, 10e6, 0.5e6);
+        // 3 was passed at t1 + 20 ms (4 acknowledged on a); it is due a
+        // round trip of b after it left (100 ms), plus the margin. 5 is
+        // not passed: nothing above it arrived.
+        run_until(&mut s, t1 + ms(129));
+        assert_eq!(sent_gseqs(&mut s), vec![]);
+        run_until(&mut s, t1 + ms(130));
+        assert_eq!(sent_gseqs(&mut s), vec![(0, 3)]);
+        assert_eq!((s.counters.hedged, s.counters.hedge_sent), (1, 1));
+        assert_eq!(s.counters.sent_datagrams, 6);
+        // a delivers the copy; b falls silent: of what it had in flight,
+        // 5 goes out again on a, and 3, whose copy went before, does not.
+        ack_received(&mut s, t1 + ms(150), 0, 3, t1 + ms(140), u64::MAX);
+        run_until(&mut s, t1 + ms(300));
+        assert!(s.path(1).is_suspect());
+        assert_eq!(sent_gseqs(&mut s), vec![(0, 5)]);
+        assert_eq!((s.counters.reinjected, s.counters.hedged), (1, 1));
+        assert_eq!(s.counters.skip_packets, 0);
+    }
+
+    #[test]
+    fn a_major_path_and_a_sender_that_does_not_resend_get_no_copies() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for (resend, b_bps) in [(true, 5e6), (false, 0.5e6)] {
+            let mut config = two_paths("rr", ms(2000));
+            config.resend_losses = resend;
+            let mut s = Sender::new(config).unwrap();
+            let t1 = b_passed_by_a(&mut s, t0, 10e6, b_bps);
+            // Past the time the minor path's datagram was copied, and
+            // before b's silence would put its datagrams back.
+            run_until(&mut s, t1 + ms(200));
+            assert_eq!(sent_gseqs(&mut s), vec![], "{resend} {b_bps}");
+            assert_eq!(s.counters.hedged, 0, "{resend} {b_bps}");
+        }
+    }
+
     #[test]
     fn feedback_that_is_no_feedback_is_counted_and_refused() {
         let mut s = Sender::new(two_paths("rr", ms(300))).unwrap();
