@@ -47,12 +47,10 @@ pub struct Kept {
     /// Sent ahead of lower numbers (an express packet): its arrival
     /// passes no hole.
     pub express: bool,
-    /// When it left on its path.
-    pub sent: Instant,
-    /// When the sender first learned that a higher number had arrived by
-    /// a quicker path, so that the receiver waits for this one (see
+    /// When a copy of it may go on a quicker path: set once a higher
+    /// number arrived by one, so that the receiver waits for this one (see
     /// [`InFlightPayloads::mark_passed`]).
-    pub passed: Option<Instant>,
+    pub due: Option<Instant>,
     /// A copy already went on a quicker path (see [`InFlightPayloads::overdue`]).
     pub hedged: bool,
 }
@@ -166,18 +164,18 @@ impl InFlightPayloads {
 
     /// Number `below` arrived by a quicker path than `path`: the receiver
     /// holds it, waiting for `path`'s datagrams numbered lower. They are
-    /// marked passed `now`, in order of the path's numbers, up to the first
-    /// at or above `below` (numbers rise along a path but for datagrams
-    /// sent again, which wait for the next pass). Each entry is looked at
-    /// once.
-    pub fn mark_passed(&mut self, path: usize, below: u64, now: Instant) {
+    /// marked passed, to be copied at `due`, in order of the path's
+    /// numbers, up to the first at or above `below` (numbers rise along a
+    /// path but for datagrams sent again, which wait for the next pass).
+    /// Each entry is looked at once.
+    pub fn mark_passed(&mut self, path: usize, below: u64, due: Instant) {
         let Some(store) = self.paths.get_mut(path) else {
             return;
         };
         while let Some(e) = store.entries.get_mut(store.passed) {
             match &mut e.kept {
                 Some(k) if k.gseq >= below => break,
-                Some(k) => k.passed = Some(now),
+                Some(k) => k.due = Some(due),
                 None => {}
             }
             store.passed += 1;
@@ -185,33 +183,29 @@ impl InFlightPayloads {
     }
 
     /// When `path`'s oldest datagram that was passed and not yet copied
-    /// falls `due`, a time the caller derives from its send and pass times
-    /// (both rise along the path, so the oldest falls due first).
-    pub fn next_due(&self, path: usize, due: impl Fn(&Kept) -> Instant) -> Option<Instant> {
+    /// falls due.
+    pub fn next_due(&self, path: usize) -> Option<Instant> {
         let store = self.paths.get(path)?;
         store
             .entries
             .range(store.hedged..store.passed)
             .filter_map(|e| e.kept.as_ref())
             .find(|k| !k.hedged)
-            .map(due)
+            .and_then(|k| k.due)
     }
 
-    /// `path`'s oldest datagram passed and not yet copied, if it fell
-    /// `due` by `now`, marked as copied: the caller sends a copy on a
-    /// quicker path. Each entry is looked at once.
-    pub fn overdue(
-        &mut self,
-        path: usize,
-        now: Instant,
-        due: impl Fn(&Kept) -> Instant,
-    ) -> Option<&Kept> {
+    /// `path`'s oldest datagram passed and not yet copied, if it fell due
+    /// by `now`, marked as copied: the caller sends a copy on a quicker
+    /// path. Each entry is looked at once. (Due times are not always in
+    /// order along a path; one falling due later holds back those behind
+    /// it, by at most the spread of the paths' return delays.)
+    pub fn overdue(&mut self, path: usize, now: Instant) -> Option<&Kept> {
         let store = self.paths.get_mut(path)?;
         while store.hedged < store.passed {
             let at = store.hedged;
             store.hedged += 1;
             match &store.entries[at].kept {
-                Some(k) if !k.hedged && due(k) > now => {
+                Some(k) if !k.hedged && k.due.is_none_or(|d| d > now) => {
                     store.hedged = at;
                     return None;
                 }
@@ -230,7 +224,6 @@ impl InFlightPayloads {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn kept(gseq: u64, len: usize) -> Kept {
         Kept {
@@ -239,8 +232,7 @@ mod tests {
             payload: vec![0; len],
             enqueued: Instant::ZERO,
             express: false,
-            sent: Instant::ZERO,
-            passed: None,
+            due: None,
             hedged: false,
         }
     }
@@ -277,42 +269,42 @@ mod tests {
     fn passed_datagrams_fall_due_in_order_and_each_is_copied_once() {
         let mut s = InFlightPayloads::new(2, 100_000);
         let at = |ms: u64| Instant::from_nanos(ms * 1_000_000);
-        let due = |k: &Kept| k.passed.expect("passed") + Duration::from_millis(30);
         // Path 1 carries 10, 11, 12, then 3 sent again, then 13.
         for (pseq, gseq) in [(0, 10), (1, 11), (2, 12), (3, 3), (4, 13)] {
             assert_eq!(s.keep(1, pseq, kept(gseq, 100)), None);
         }
-        assert_eq!(s.next_due(1, due), None);
-        // 12 arrived by a quicker path: 10 and 11 are waited for.
-        s.mark_passed(1, 12, at(100));
-        assert_eq!(s.next_due(1, due), Some(at(130)));
-        assert!(s.overdue(1, at(129), due).is_none());
+        assert_eq!(s.next_due(1), None);
+        // 12 arrived by a quicker path: 10 and 11 are waited for, and
+        // due for copies 30 ms later.
+        s.mark_passed(1, 12, at(130));
+        assert_eq!(s.next_due(1), Some(at(130)));
+        assert!(s.overdue(1, at(129)).is_none());
         // 10 is acknowledged before it falls due: never copied.
         s.take(1, 0);
-        assert_eq!(s.overdue(1, at(130), due).map(|k| k.gseq), Some(11));
-        assert!(s.overdue(1, at(130), due).is_none());
-        assert_eq!(s.next_due(1, due), None);
+        assert_eq!(s.overdue(1, at(130)).map(|k| k.gseq), Some(11));
+        assert!(s.overdue(1, at(130)).is_none());
+        assert_eq!(s.next_due(1), None);
         // A higher number passes 12, the 3 sent again behind it, and 13.
-        s.mark_passed(1, 100, at(200));
-        assert_eq!(s.next_due(1, due), Some(at(230)));
+        s.mark_passed(1, 100, at(230));
+        assert_eq!(s.next_due(1), Some(at(230)));
         let mut copied = Vec::new();
-        while let Some(k) = s.overdue(1, at(230), due) {
+        while let Some(k) = s.overdue(1, at(230)) {
             copied.push(k.gseq);
         }
         assert_eq!(copied, vec![12, 3, 13]);
-        assert_eq!(s.next_due(1, due), None);
+        assert_eq!(s.next_due(1), None);
         // Given back marked as copied; the store starts afresh.
         let back: Vec<(u64, bool)> = s.take_path(1).iter().map(|k| (k.gseq, k.hedged)).collect();
         assert_eq!(back, vec![(11, true), (12, true), (3, true), (13, true)]);
         assert_eq!(s.keep(1, 5, kept(20, 100)), None);
-        s.mark_passed(1, 21, at(300));
-        assert_eq!(s.overdue(1, at(330), due).map(|k| k.gseq), Some(20));
+        s.mark_passed(1, 21, at(330));
+        assert_eq!(s.overdue(1, at(330)).map(|k| k.gseq), Some(20));
         // Path 0 was never passed; out-of-range paths are ignored.
         assert_eq!(s.keep(0, 0, kept(1, 100)), None);
-        assert!(s.overdue(0, at(1000), due).is_none());
+        assert!(s.overdue(0, at(1000)).is_none());
         s.mark_passed(9, 1, at(0));
-        assert!(s.overdue(9, at(1000), due).is_none());
-        assert_eq!(s.next_due(9, due), None);
+        assert!(s.overdue(9, at(1000)).is_none());
+        assert_eq!(s.next_due(9), None);
     }
 
     #[test]

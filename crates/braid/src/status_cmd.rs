@@ -187,7 +187,7 @@ fn session(out: &mut String, s: &Value) {
     let r = &s["reseq"];
     let _ = writeln!(
         out,
-        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped ({} more by CoDel, {} ECN-marked instead), {} re-sent off a dead path, {} lost and re-sent ({} too late to re-send); drops {}",
+        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped ({} more by CoDel, {} ECN-marked instead), {} re-sent off a dead path, {} lost and re-sent ({} too late to re-send), {} overdue on a minor path and copied to a quicker one; drops {}",
         s["established"],
         r["held_packets"],
         r["held_bytes"],
@@ -204,6 +204,7 @@ fn session(out: &mut String, s: &Value) {
         s["send_reinjected"].as_u64().unwrap_or(0),
         s["send_resent"].as_u64().unwrap_or(0),
         s["send_resend_stale"].as_u64().unwrap_or(0),
+        s["send_overdue_copies"].as_u64().unwrap_or(0),
         drops(&s["drops"]),
     );
 }

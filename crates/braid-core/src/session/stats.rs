@@ -242,6 +242,9 @@ pub struct SessionStats {
     /// Lost inner packets not sent again because they had waited past the
     /// queue delay limit (the receiver is told to skip them).
     pub send_resend_stale: u64,
+    /// Inner packets still in flight on a minor path that the receiver
+    /// waited for, copied onto a quicker path (see `Sender::hedge_overdue`).
+    pub send_overdue_copies: u64,
     /// Inner packets the send queue's CoDel dropped (a sojourn time above
     /// its target for an interval): the inner flows' congestion signal.
     /// Not in `send_dropped`, and unknown to the peer (they had no number).

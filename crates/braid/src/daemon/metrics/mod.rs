@@ -165,6 +165,7 @@ struct SessionFamilies {
     send_reinjected: CounterFamily,
     send_resent: CounterFamily,
     send_resend_stale: CounterFamily,
+    send_overdue_copies: CounterFamily,
     drops: CounterFamily,
 }
 
@@ -279,6 +280,10 @@ impl SessionFamilies {
                 "braid_send_resend_stale_packets",
                 "Lost inner packets not sent again: held past the queue delay limit",
             ),
+            send_overdue_copies: b.counter(
+                "braid_send_overdue_copies_packets",
+                "Inner packets a minor path held past their due while the receiver waited, copied onto a quicker path",
+            ),
             drops: b.counter(
                 "braid_session_drops",
                 "Datagrams the session dropped, by reason",
@@ -348,6 +353,11 @@ impl SessionFamilies {
             &self.send_resend_stale,
             base,
             s["send_resend_stale"].as_u64(),
+        );
+        add(
+            &self.send_overdue_copies,
+            base,
+            s["send_overdue_copies"].as_u64(),
         );
         drops(&self.drops, base, &s["drops"]);
     }
