@@ -294,6 +294,9 @@ const INITIAL_WINDOW_BYTES: u64 = 64 * 1024;
 /// the fixed line more than the copies gave back (BENCHMARKS.md).
 const MINOR_SHARE: f64 = 0.1;
 
+/// Longest `Sender::return_lead`.
+const MAX_RETURN_LEAD: Duration = Duration::from_secs(1);
+
 /// Copies waiting for a quicker path at most; more drop the oldest.
 const MAX_COPIES: usize = 64;
 
@@ -1168,7 +1171,8 @@ impl Sender {
     /// than on path `q`: the difference of their minimum round trips less
     /// that of their one-way delay floors (which share the peer's clock
     /// offset, so their difference is the paths' own). Zero while either
-    /// is unmeasured.
+    /// is unmeasured; at most a second (hostile timestamps may put the
+    /// floors anywhere).
     fn return_lead(&self, p: usize, q: usize) -> Duration {
         let back_us = |i: usize| {
             let path = &self.paths[i];
@@ -1178,9 +1182,8 @@ impl Sender {
                 .then(|| rtt.as_secs_f64() * 1e6 - path.owd.floor_us(self.last_now))
         };
         match (back_us(p), back_us(q)) {
-            (Some(bp), Some(bq)) if bp > bq => {
-                Duration::try_from_secs_f64((bp - bq) / 1e6).unwrap_or(Duration::ZERO)
-            }
+            (Some(bp), Some(bq)) if bp > bq => Duration::try_from_secs_f64((bp - bq) / 1e6)
+                .map_or(MAX_RETURN_LEAD, |d| d.min(MAX_RETURN_LEAD)),
             _ => Duration::ZERO,
         }
     }
