@@ -105,6 +105,13 @@ impl InFlightPayloads {
         self.bytes
     }
 
+    /// Entries for `path`, settled ones included (they leave from the
+    /// front only).
+    #[cfg(test)]
+    fn entries(&self, path: usize) -> usize {
+        self.paths.get(path).map_or(0, |p| p.entries.len())
+    }
+
     /// Datagrams kept for `path`.
     #[cfg(test)]
     pub fn len(&self, path: usize) -> usize {
@@ -252,6 +259,8 @@ mod tests {
         // A number never kept (a probe, a copy) changes nothing.
         s.take(0, 99);
         assert_eq!((s.len(0), s.bytes()), (2, 2500));
+        // 0 and 1 left; 2 still holds the front, so 3 stays behind it.
+        assert_eq!(s.entries(0), 3);
         let taken: Vec<u64> = s.take_path(0).iter().map(|k| k.gseq).collect();
         assert_eq!(taken, vec![102, 104]);
         assert_eq!((s.len(0), s.bytes()), (0, 500));
