@@ -196,8 +196,7 @@ impl InFlightPayloads {
         store
             .entries
             .range(store.hedged..store.passed)
-            .filter_map(|e| e.kept.as_ref())
-            .find(|k| !k.hedged)
+            .find_map(|e| e.kept.as_ref())
             .and_then(|k| k.due)
     }
 
@@ -212,16 +211,17 @@ impl InFlightPayloads {
             let at = store.hedged;
             store.hedged += 1;
             match &store.entries[at].kept {
-                Some(k) if !k.hedged && k.due.is_none_or(|d| d > now) => {
+                // Behind the cursor, nothing is copied yet.
+                Some(k) if k.due.is_none_or(|d| d > now) => {
                     store.hedged = at;
                     return None;
                 }
-                Some(k) if !k.hedged => {
+                Some(_) => {
                     let k = store.entries[at].kept.as_mut()?;
                     k.hedged = true;
                     return Some(k);
                 }
-                _ => {}
+                None => {}
             }
         }
         None
