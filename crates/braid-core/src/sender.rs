@@ -1044,7 +1044,8 @@ impl Sender {
         let floor = p.owd.floor_us(self.last_now);
         for i in self.live_paths().iter() {
             let q = &self.paths[i];
-            if i != path && q.owd.has_samples() && q.owd.floor_us(self.last_now) < floor {
+            // A strict `<`: the path itself is not quicker than itself.
+            if q.owd.has_samples() && q.owd.floor_us(self.last_now) < floor {
                 quicker.insert(i);
             }
         }
