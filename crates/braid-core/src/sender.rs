@@ -147,14 +147,14 @@ pub struct SenderCounters {
     /// told to skip them.
     pub resend_stale: u64,
     pub malformed_feedback: u64,
-    /// Copies of a minor path's overdue datagrams put in the window for
-    /// a quicker path (see `Sender::hedge_overdue`)...
+    /// Copies of a minor path's overdue datagrams queued for a quicker
+    /// path (see `Sender::hedge_overdue`)...
     pub hedged: u64,
     /// ...those sent (not counted in `sent_datagrams`)...
     pub hedge_sent: u64,
     /// ...and those dropped unsent, with no skip notice (the original is
-    /// still on its way): they waited past the queue delay limit, or no
-    /// quicker path was left to take them.
+    /// still on its way): they waited past the queue delay limit, no
+    /// quicker path was left to take them, or newer ones pushed them out.
     pub hedge_dropped: u64,
 }
 
@@ -1094,17 +1094,17 @@ impl Sender {
                 };
                 self.counters.hedged += 1;
                 if self.copies.len() == MAX_COPIES {
-                    self.drop_copy();
+                    self.drop_copy(0);
                 }
                 self.copies.push_back(OverdueCopy { from, q });
             }
         }
     }
 
-    /// Drops the oldest copy unsent. The receiver is not told to skip its
+    /// Drops waiting copy `i` unsent. The receiver is not told to skip its
     /// number: the original is still on its way.
-    fn drop_copy(&mut self) {
-        if let Some(c) = self.copies.pop_front() {
+    fn drop_copy(&mut self, i: usize) {
+        if let Some(c) = self.copies.remove(i) {
             self.counters.hedge_dropped += 1;
             self.recycle(c.q.payload);
         }
@@ -1123,9 +1123,7 @@ impl Sender {
             let c = &self.copies[i];
             let targets = self.hedge_targets(c.from);
             if targets.is_empty() || now - c.q.enqueued >= self.queue_delay_limit {
-                let c = self.copies.remove(i).expect("index in copies");
-                self.counters.hedge_dropped += 1;
-                self.recycle(c.q.payload);
+                self.drop_copy(i);
                 continue;
             }
             let bytes = wire_bytes(c.q.payload.len());
@@ -1508,10 +1506,11 @@ impl Sender {
                 .min();
             pacing.map_or(stale, |p| p.min(stale))
         });
+        // The store's answer first: it is cheap, and mostly none.
         let hedges = (0..self.paths.len())
-            .filter(|&p| !self.hedge_targets(p).is_empty())
-            .filter_map(|p| self.in_flight.next_due(p))
-            .map(|t| t.max(self.last_now));
+            .filter_map(|p| Some((p, self.in_flight.next_due(p)?)))
+            .filter(|&(p, _)| !self.hedge_targets(p).is_empty())
+            .map(|(_, t)| t.max(self.last_now));
         // A waiting copy goes when a path's pacing lets it, or goes stale.
         let copies = self.copies.front().map(|c| {
             let bytes = wire_bytes(c.q.payload.len());
@@ -1549,9 +1548,7 @@ impl Sender {
             self.reinject_from(now, i);
         }
         self.shift_load_from(went_down);
-        if self.config.resend_losses {
-            self.hedge_overdue(now);
-        }
+        self.hedge_overdue(now);
         self.drop_stale(now);
         self.drain(now);
     }
@@ -1712,15 +1709,7 @@ mod tests {
 
     /// Acknowledges packets `0..=largest` of `path`.
     fn ack_all(s: &mut Sender, now: Instant, path: u8, largest: u32) {
-        let ack = wire::AckFrame {
-            path,
-            largest_pseq: largest,
-            ack_delay_us: 0,
-            recv_ts_us: 0,
-            bitmap: u64::MAX,
-        };
-        let packet = wire::feedback_packet(path, &[Frame::Ack(ack)]).unwrap();
-        s.handle_datagram(now, &packet).unwrap();
+        ack_received(s, now, path, largest, Instant::ZERO, u64::MAX);
     }
 
     /// Fires the sender's timers up to `end`.
