@@ -200,6 +200,17 @@ struct OverdueCopy {
     q: Queued,
 }
 
+/// The most a minor path's delays count for in the queue's sizing: the
+/// slowest major path's plus [`MINOR_LEAD`] (unbounded with no minor path,
+/// no measured major one, or re-sends off).
+#[derive(Debug, Clone, Copy)]
+struct MinorCeiling {
+    minor: PathSet,
+    /// Smoothed one-way delay, µs.
+    owd_us: f64,
+    srtt: Duration,
+}
+
 /// What the sender tracks of one flow-queue bucket.
 #[derive(Debug, Clone, Copy, Default)]
 struct BucketTrack {
@@ -293,6 +304,21 @@ const INITIAL_WINDOW_BYTES: u64 = 64 * 1024;
 /// beside a fixed line, late by tens of milliseconds half the time) cost
 /// the fixed line more than the copies gave back (BENCHMARKS.md).
 const MINOR_SHARE: f64 = 0.1;
+
+/// How much longer than the slowest major path's a minor path's delays
+/// count for at most in the queue's sizing (window, delay limit, CoDel
+/// interval), when re-sends are on. The window holds each path's lead over
+/// the slowest one, and every inner flow waits behind it: a 3G path whose
+/// smoothed round trip reaches a second in its fades had the queue hold
+/// about that, and one CUBIC flow beside it ran at a 531-ms round trip
+/// (p50) for the 1.5 % of the bond the path carried. Its overdue datagrams
+/// are copied onto the quicker paths instead, and the queue need only ride
+/// out the time a copy takes to fill the hole: the longer way back of the
+/// minor path's acknowledgement, the copy's 30-ms margin and the quicker
+/// path's round trip. 150 ms: the inner round trip 531 -> 177 ms (p50) at
+/// the same goodput; 100 ms cost a flow that starts in a fade 6 % of its
+/// goodput (BENCHMARKS.md, "A minor path's lead").
+const MINOR_LEAD: Duration = Duration::from_millis(150);
 
 /// Longest `Sender::return_lead`.
 const MAX_RETURN_LEAD: Duration = Duration::from_secs(1);
@@ -695,21 +721,75 @@ impl Sender {
         minor
     }
 
+    /// How far a minor path's delays may lengthen the queue's sizing
+    /// beyond the major paths' (see [`MINOR_LEAD`]), when re-sends are on.
+    fn minor_ceiling(&self) -> MinorCeiling {
+        let none = MinorCeiling {
+            minor: PathSet::default(),
+            owd_us: f64::INFINITY,
+            srtt: Duration::MAX,
+        };
+        if !self.config.resend_losses {
+            return none;
+        }
+        let minor = self.minor_paths();
+        if minor.is_empty() {
+            return none;
+        }
+        let major = self
+            .sizing_paths()
+            .filter(|p| !minor.contains(usize::from(p.id)));
+        let lead_us = MINOR_LEAD.as_secs_f64() * 1e6;
+        MinorCeiling {
+            minor,
+            owd_us: major
+                .clone()
+                .filter(|p| p.owd.has_samples())
+                .map(|p| p.owd.smoothed_us())
+                .reduce(f64::max)
+                .map_or(f64::INFINITY, |o| o + lead_us),
+            srtt: major
+                .filter_map(|p| p.rtt.srtt())
+                .max()
+                .map_or(Duration::MAX, |r| r.saturating_add(MINOR_LEAD)),
+        }
+    }
+
+    /// The sizing paths with the delays that size the queue: smoothed
+    /// one-way delay in µs (once sampled) and smoothed round trip, a minor
+    /// path's at most its [`MinorCeiling`].
+    fn sizing_delays(
+        &self,
+    ) -> impl Iterator<Item = (&PathSender, Option<f64>, Option<Duration>)> + Clone {
+        let ceiling = self.minor_ceiling();
+        self.sizing_paths().map(move |p| {
+            let minor = ceiling.minor.contains(usize::from(p.id));
+            let owd = p.owd.has_samples().then(|| p.owd.smoothed_us());
+            let srtt = p.rtt.srtt();
+            if minor {
+                (
+                    p,
+                    owd.map(|o| o.min(ceiling.owd_us)),
+                    srtt.map(|r| r.min(ceiling.srtt)),
+                )
+            } else {
+                (p, owd, srtt)
+            }
+        })
+    }
+
     /// The largest smoothed round trip among the sizing paths (zero before
     /// any is measured).
     fn slowest_srtt(&self) -> Duration {
-        self.sizing_paths()
-            .filter_map(|p| p.rtt.srtt())
+        self.sizing_delays()
+            .filter_map(|(_, _, srtt)| srtt)
             .max()
             .unwrap_or(Duration::ZERO)
     }
 
     /// The spread of the sizing paths' smoothed one-way delays, in seconds.
     fn owd_spread_secs(&self) -> f64 {
-        let owds = self
-            .sizing_paths()
-            .filter(|p| p.owd.has_samples())
-            .map(|p| p.owd.smoothed_us());
+        let owds = self.sizing_delays().filter_map(|(_, owd, _)| owd);
         let (lo, hi) = owds.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), o| {
             (lo.min(o), hi.max(o))
         });
@@ -724,10 +804,11 @@ impl Sender {
     /// (see [`window_budget`]).
     fn compute_window_budget(&self) -> u64 {
         // Called on every acknowledgement: nothing collected.
+        let delays = self.sizing_delays();
         let estimated = || {
-            self.sizing_paths()
-                .filter(|p| p.owd.has_samples())
-                .filter_map(|p| Some((p.bandwidth_bps()?, p.owd.smoothed_us())))
+            delays
+                .clone()
+                .filter_map(|(p, owd, _)| Some((p.bandwidth_bps()?, owd?)))
         };
         window_budget(estimated, self.sizing_paths().count())
     }
@@ -1642,6 +1723,43 @@ mod tests {
         // No path in use: the estimates of all (nothing better is known).
         s.set_usable_paths(t0, PathSet::default());
         assert_eq!(s.compute_window_budget(), both);
+    }
+
+    #[test]
+    fn a_minor_paths_long_delays_size_the_queue_only_150_ms_beyond_the_major_paths() {
+        // 8 Mbit/s at 10 ms (round trip 24 ms) beside 3G in a fade: 0.5
+        // Mbit/s (under a tenth of the total) at 500 ms (round trip 1.1 s).
+        let sized = |resend_losses: bool| {
+            let mut config = two_paths("earliest-arrival", ms(0));
+            config.max_queue_delay = None;
+            config.resend_losses = resend_losses;
+            let mut s = Sender::new(config).unwrap();
+            let t0 = Instant::from_nanos(1_000_000_000);
+            for (i, (bps, owd_ms, rtt_ms)) in [(8e6, 10u32, 24u64), (0.5e6, 500, 1100)]
+                .into_iter()
+                .enumerate()
+            {
+                let p = &mut s.paths[i];
+                p.seed_rate(bps);
+                p.owd
+                    .on_sample(t0, &mut OwdClock::anchored(0), i, owd_ms * 1000);
+                p.rtt.on_sample(ms(rtt_ms));
+            }
+            assert_eq!(s.minor_paths(), PathSet::one(1));
+            (
+                s.compute_window_budget(),
+                s.compute_queue_delay_limit(),
+                s.codel_interval(),
+            )
+        };
+        // Without re-sends (no copies) the 3G path's whole 490-ms lead: the
+        // fixed line's 1 MB/s for 495 ms, the 3G path's 5 ms of slack; the
+        // queue limit and CoDel's interval its round trip, at most a second.
+        assert_eq!(sized(false), (495_000 + 312, ms(1000), ms(1000)));
+        // With them: its one-way delay counts for at most 10 + 150 ms (a
+        // queue limit of 50 ms plus that spread), its round trip for at
+        // most 24 + 150 ms.
+        assert_eq!(sized(true), (155_000 + 312, ms(200), ms(174)));
     }
 
     #[test]
