@@ -140,6 +140,12 @@ def iperf_result(proc, timeout):
         "retransmits": end["sum_sent"].get("retransmits"),
         # The client's intervals: what it sent (upload) or received (-R).
         "interval_mbps": [i["sum"]["bits_per_second"] / 1e6 for i in data["intervals"]],
+        # The sending end's smoothed round trip (TCP_INFO), µs: its mean
+        # over the run, and its value at the end of each second (the
+        # client's own intervals: uploads only).
+        "mean_rtt_us": next((st["sender"].get("mean_rtt") for st in end.get("streams", [])
+                             if "sender" in st), None),
+        "interval_rtt_us": [st["rtt"] for i in data["intervals"] for st in i["streams"] if "rtt" in st],
     }
 
 
@@ -490,6 +496,18 @@ def lab_json(name):
     return json.loads(run([BRAID, "lab", "status", "--json", "--name", name], timeout=10).stdout)
 
 
+def inner_rtt(res):
+    """The inner flow's round trip as its sender saw it, for one run's line."""
+    text = ""
+    if res["mean_rtt_us"]:
+        text += f" inner srtt mean {res['mean_rtt_us'] / 1e3:.0f} ms"
+    per_second = sorted(res["interval_rtt_us"])
+    if per_second:
+        text += (f", per second p50 {per_second[len(per_second) // 2] / 1e3:.0f} "
+                 f"max {per_second[-1] / 1e3:.0f} ms")
+    return text + ";" if text else ""
+
+
 def radio(args):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "traces")
     t = lambda up, down: f"trace={os.path.join(root, up)}/{os.path.join(root, down)},30ms"
@@ -549,7 +567,7 @@ def radio(args):
                         cap = sum(capacity_mbps(p[direction]["settings"], root, t0, t1) for p in status["paths"])
                         print(f"run {r} {direction:4} {flow:12}: {got:6.2f} Mbit/s received of {cap:6.2f} offered "
                               f"({got / cap:.3f}); sender {res['sent_mbps']:.2f}, "
-                              f"{res['retransmits']} retransmits; window {t0:.1f}-{t1:.1f} s; "
+                              f"{res['retransmits']} retransmits;{inner_rtt(res)} window {t0:.1f}-{t1:.1f} s; "
                               f"load {' '.join(load())}", flush=True)
                         if args.verbose:
                             print("  per second:", " ".join(f"{v:.1f}" for v in res["interval_mbps"]), flush=True)
