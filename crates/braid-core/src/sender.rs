@@ -778,8 +778,8 @@ impl Sender {
         })
     }
 
-    /// The largest smoothed round trip among the sizing paths (zero before
-    /// any is measured).
+    /// The largest smoothed round trip among the sizing paths, a minor
+    /// path's at most its ceiling (zero before any is measured).
     fn slowest_srtt(&self) -> Duration {
         self.sizing_delays()
             .filter_map(|(_, _, srtt)| srtt)
@@ -813,8 +813,8 @@ impl Sender {
         window_budget(estimated, self.sizing_paths().count())
     }
 
-    /// CoDel's interval: a round trip of the slowest sizing path, at least
-    /// 100 ms.
+    /// CoDel's interval: a round trip of the slowest sizing path (a minor
+    /// path's as [`Sender::sizing_delays`] reads it), at least 100 ms.
     fn codel_interval(&self) -> Duration {
         self.slowest_srtt()
             .clamp(MIN_CODEL_INTERVAL, Duration::from_secs(1))
