@@ -20,7 +20,7 @@ pub struct ReceiverConfig {
     /// Loss report interval (paper multipath-bonding-layer3: 50 ms).
     pub report_interval: Duration,
     /// Acknowledge after this many full data packets on a path (a small
-    /// one counts as [`SMALL_PACKET_WEIGHT`] of one)...
+    /// one counts as `SMALL_PACKET_WEIGHT` of one)...
     pub ack_every: u32,
     /// ...or when the oldest unacknowledged one has waited this long (or,
     /// while every unacknowledged one is small, [`SMALL_ACK_DELAY`]).

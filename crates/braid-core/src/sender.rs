@@ -127,7 +127,7 @@ pub struct SenderCounters {
     /// unsent, or lost on a path and not sent again.
     pub skip_packets: u64,
     /// Datagrams a path had in flight when it went silent or was taken
-    /// out of use, sent again on another path (see [`crate::reinject`]);
+    /// out of use, sent again on another path (see `crate::reinject`);
     /// not counted in `sent_datagrams` a second time...
     pub reinjected: u64,
     /// ...and their payload bytes.

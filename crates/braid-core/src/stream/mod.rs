@@ -10,7 +10,7 @@
 //! cumulatively and selectively; a segment keeps its number on every path).
 //!
 //! - *Late binding*: data is cut into a segment only when a path with free
-//!   window and pacing room asks for it ([`connection`]'s `poll_data`), so
+//!   window and pacing room asks for it (`connection`'s `poll_data`), so
 //!   no data waits behind a slow path it was bound to early.
 //! - *Reassignment*: binding happens at transmission, so a shrinking window
 //!   never holds unsent data; what a path had in flight when it stalled
@@ -24,7 +24,7 @@
 //!   the congestion response in the path's controller; BBR keeps a 1 %-lossy
 //!   radio path near its rate.
 //! - *Flow control*: the receiver's buffer (out-of-order plus unread bytes)
-//!   is bounded by its window ([`receive_window`]).
+//!   is bounded by its window (`receive_window`).
 //!
 //! ## Plugging into a session
 //!

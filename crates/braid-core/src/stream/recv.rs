@@ -17,7 +17,7 @@ pub struct RecvStream {
     final_size: Option<u64>,
 }
 
-/// What [`RecvStream::read`] found.
+/// What `RecvStream::read` found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadOutcome {
     /// Copied this many bytes (more than zero).
