@@ -497,30 +497,19 @@ fn a_path_that_faded_carries_its_share_again_within_two_seconds() {
     }
 }
 
-/// A 3G path while driving (the repository's Verizon EVDO trace, 50 ms
-/// one way) beside an 8 Mbit/s fixed line: its fades hold single
-/// datagrams for a second and more, and every packet of the fixed line
-/// sent after one waits behind it at the receiver. The session copies a
-/// minor path's overdue datagrams onto the fixed line, so one TCP flow
-/// keeps nearly the fixed line's own rate, up and down. Without the
-/// copies it got 6.77 and 6.20 Mbit/s in these 20 s, with 2 retransmission
-/// timeouts each; with them 7.05 and 6.92, with 1 each; the fixed line
-/// alone 7.33 (BENCHMARKS.md, "A 3G path's overdue datagrams").
-/// One TCP flow over `paths` for 20 s, through the session with re-sends,
-/// at the tunnel's MTU; `start`: when the flow begins.
-fn tcp_over(paths: &[&str], start: &str, download: bool) -> Report {
+/// One TCP flow over `paths` for 20 s from `start_s` seconds in, through
+/// the session with re-sends, at the tunnel's MTU.
+fn tcp_over(paths: &[&str], start_s: f64, download: bool) -> Report {
     let mut s = scenario(
         paths,
-        &format!("tcp:cubic@{start}"),
+        &format!("tcp:cubic@{start_s}s"),
         20,
         SessionSpec {
             download,
             ..SessionSpec::default()
         },
     );
-    if start != "0s" {
-        s.duration += Duration::from_secs_f64(start.trim_end_matches('s').parse().unwrap());
-    }
+    s.duration += Duration::from_secs_f64(start_s);
     s.payload_bytes = braid_core::session::tunnel_mtu(1500, true);
     s.resend_losses = true;
     run(&s).unwrap()
@@ -531,15 +520,24 @@ fn evdo_trace() -> String {
     format!("trace={traces}/Verizon-EVDO-driving.down,50ms")
 }
 
+/// A 3G path while driving (the repository's Verizon EVDO trace, 50 ms
+/// one way) beside an 8 Mbit/s fixed line: its fades hold single
+/// datagrams for a second and more, and every packet of the fixed line
+/// sent after one waits behind it at the receiver. The session copies a
+/// minor path's overdue datagrams onto the fixed line, so one TCP flow
+/// keeps nearly the fixed line's own rate, up and down. Without the
+/// copies it got 6.77 and 6.20 Mbit/s in these 20 s, with 2 retransmission
+/// timeouts each; with them 7.05 and 6.92, with 1 each; the fixed line
+/// alone 7.33 (BENCHMARKS.md, "A 3G path's overdue datagrams").
 #[test]
 fn a_thin_fading_path_beside_a_fixed_line_costs_its_flow_little() {
     let thin = evdo_trace();
-    let alone = tcp_over(&["8mbit,10ms"], "0s", false).flows[0]
+    let alone = tcp_over(&["8mbit,10ms"], 0.0, false).flows[0]
         .tcp
         .clone()
         .unwrap();
     for download in [false, true] {
-        let r = tcp_over(&["8mbit,10ms", &thin], "0s", download);
+        let r = tcp_over(&["8mbit,10ms", &thin], 0.0, download);
         let tcp = r.flows[0].tcp.clone().expect("a TCP flow");
         let sender = r.sender.clone().expect("sender counters");
         eprintln!(
@@ -571,12 +569,12 @@ fn a_thin_fading_path_beside_a_fixed_line_costs_its_flow_little() {
 #[test]
 fn a_thin_fading_paths_delay_is_not_its_flows_round_trip() {
     let thin = evdo_trace();
-    let alone = tcp_over(&["8mbit,10ms"], "1.5s", false).flows[0]
+    let alone = tcp_over(&["8mbit,10ms"], 1.5, false).flows[0]
         .tcp
         .clone()
         .unwrap();
     for download in [false, true] {
-        let r = tcp_over(&["8mbit,10ms", &thin], "1.5s", download);
+        let r = tcp_over(&["8mbit,10ms", &thin], 1.5, download);
         let tcp = r.flows[0].tcp.clone().expect("a TCP flow");
         let rtt = tcp.rtt_ms.clone().expect("round trips measured");
         eprintln!(
