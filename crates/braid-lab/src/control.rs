@@ -48,6 +48,13 @@ pub struct Counters {
     pub late_over_500us: u64,
     /// The largest such lateness seen, in microseconds.
     pub max_late_us: u64,
+    /// How long, in all, a frame of this direction was overdue by more than
+    /// 0.5 ms: the stretches the emulator ran behind its schedule (not
+    /// scheduled, or its machine not running), counted once however many
+    /// frames waited in them. A link that should have been busy was idle
+    /// for at most this long.
+    #[serde(default)]
+    pub behind_us: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -14,6 +14,7 @@ use crate::control::{
     PathStatus, Request, Response, MAX_MESSAGE,
 };
 use crate::direct;
+use crate::lateness::Lateness;
 use crate::layout::{LabLayout, NETNS_ROOT};
 use crate::link::{LinkModel, Verdict};
 use crate::packet_socket::PacketSocket;
@@ -34,8 +35,6 @@ const INITIAL_BUFFERS: usize = 8192;
 pub const MAX_HELD_FRAMES: usize = 16_384;
 /// Batches read from one socket per wake-up before serving the others.
 const MAX_BATCHES_PER_WAKEUP: usize = 8;
-/// Lateness the accuracy target allows; later deliveries are counted.
-const LATE: Duration = Duration::from_micros(500);
 /// How soon to retry when a socket buffer was full.
 const SEND_RETRY: Duration = Duration::from_micros(50);
 /// The real-time priority: above every normal task, below the kernel's own
@@ -55,6 +54,7 @@ struct Direction {
     queue: VecDeque<Pending>,
     counters: Counters,
     held: HeldTimes,
+    lateness: Lateness,
 }
 
 /// Sockets and directions are indexed by side: 0 faces the client (frames
@@ -165,6 +165,7 @@ fn directions(spec: &PathSpec, now: Instant, seed: u64) -> [Direction; 2] {
         queue: VecDeque::with_capacity(4096),
         counters: Counters::default(),
         held: HeldTimes::default(),
+        lateness: Lateness::default(),
     };
     [dir(&spec.up, seed), dir(&spec.down, seed + 1)]
 }
@@ -344,12 +345,7 @@ impl Emulator {
                         .send_batch(&frames[..due])
                         .map_err(LabError::io(format!("sending on path {}", path.name)))?;
                     for f in dir.queue.drain(..sent) {
-                        let late = now.saturating_duration_since(f.deliver_at);
-                        dir.counters.max_late_us =
-                            dir.counters.max_late_us.max(late.as_micros() as u64);
-                        if late > LATE {
-                            dir.counters.late_over_500us += 1;
-                        }
+                        let late = dir.lateness.record(f.deliver_at, now, &mut dir.counters);
                         let held = now.saturating_duration_since(f.arrived);
                         dir.held.record(nanos(held), nanos(late));
                         dir.counters.forwarded_packets += 1;

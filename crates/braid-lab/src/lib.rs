@@ -59,7 +59,9 @@
 //! kernel's receive time (`SO_TIMESTAMPNS`), not the time the loop got to
 //! them, so a late wake-up or a long batch does not add to the emulated
 //! delay; only the lateness of sending remains, and the emulator counts it
-//! (`late_over_500us`, `max_late_us` in `status`).
+//! (`late_over_500us`, `max_late_us` in `status`, and `behind_us`, the time
+//! it ran more than 0.5 ms behind its schedule: on a virtual machine whose
+//! host takes its CPUs away, that is when a lab link idles).
 //!
 //! One cost stays with the emulator by design: injecting a frame into a veth
 //! runs the receiving namespace's network stack for it in the emulator's
@@ -73,6 +75,7 @@ pub mod emulator;
 pub mod error;
 mod iface;
 pub mod lab;
+mod lateness;
 pub mod layout;
 pub mod link;
 mod lock;

@@ -32,7 +32,7 @@ fn direction(out: &mut String, label: &str, d: &Option<DirectionStatus>) {
             let _ = writeln!(out, "    {label}: {}", settings_line(&d.settings));
             let _ = writeln!(
                 out,
-                "      forwarded {} packets / {} bytes; dropped: queue {}, loss {}, blackout {}, oversize {}, held limit {}; late >0.5 ms {} (max {} us)",
+                "      forwarded {} packets / {} bytes; dropped: queue {}, loss {}, blackout {}, oversize {}, held limit {}; late >0.5 ms {} (max {} us, behind schedule {:.3} s)",
                 c.forwarded_packets,
                 c.forwarded_bytes,
                 c.dropped_queue,
@@ -41,7 +41,8 @@ fn direction(out: &mut String, label: &str, d: &Option<DirectionStatus>) {
                 c.dropped_oversize,
                 c.dropped_limit,
                 c.late_over_500us,
-                c.max_late_us
+                c.max_late_us,
+                c.behind_us as f64 / 1e6
             );
             let h = &d.held;
             if let (Some(min), Some(max)) = (h.min_ns, h.max_ns) {

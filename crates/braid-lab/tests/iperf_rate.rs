@@ -2,9 +2,15 @@
 //! rate is 20 Mbit/s × MSS / MTU (1448 / 1500 with timestamps), ± 3 %.
 //! CUBIC, set explicitly: network namespaces here default to BBR, whose
 //! probes for a shorter round trip leave the link idle for moments; four
-//! runs of 10 s got 18.58-18.90 Mbit/s with it (one under the 3 %, as in a
-//! CI run) and 19.23-19.31 with CUBIC. Still open: on 2026-12-07 this
-//! machine also gave CUBIC runs of 16.2-18.6 Mbit/s at idle (5 of 21).
+//! runs of 10 s got 18.58-18.90 Mbit/s with it and 19.23-19.31 with CUBIC.
+//!
+//! The floor gives way only by the share of the run in which the emulator
+//! itself reports running more than 0.5 ms behind its schedule
+//! (`behind_us`): a link whose frames leave late idles meanwhile, however
+//! right its rate. This machine's host takes its CPUs away for seconds at a
+//! time (steal), and 24 runs on 2026-12-07 show it: runs the emulator
+//! was behind for under 1.1 % of got 19.20-19.31 Mbit/s; runs it was
+//! behind for 8.7-24 % of got 17.7-18.8, a loss of 0.27-0.41 of that share.
 
 mod common;
 
@@ -31,9 +37,15 @@ fn iperf3_through_20_mbit_gets_the_payload_share_of_20_mbit() {
             .stdout(Stdio::null())
             .spawn()
             .expect("iperf3 server");
+    let behind = || {
+        let status = braid_lab::status(&lab.name).unwrap();
+        let up = status.paths[0].up.as_ref().expect("an emulated path");
+        Duration::from_micros(up.counters.behind_us)
+    };
     // The server needs a moment to listen; retry the client until it does.
     let deadline = Instant::now() + Duration::from_secs(5);
-    let report = loop {
+    let (report, run, behind) = loop {
+        let (behind_before, start) = (behind(), Instant::now());
         let out = lab.run(
             Side::Client,
             &[
@@ -41,7 +53,7 @@ fn iperf3_through_20_mbit_gets_the_payload_share_of_20_mbit() {
             ],
         );
         if out.status.success() || Instant::now() > deadline {
-            break out;
+            break (out, start.elapsed(), behind() - behind_before);
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -52,10 +64,22 @@ fn iperf3_through_20_mbit_gets_the_payload_share_of_20_mbit() {
         .as_f64()
         .unwrap_or_else(|| panic!("no receiver rate in {json}"));
     let expected = 20e6 * 1448.0 / 1500.0;
-    assert!(
-        (goodput / expected - 1.0).abs() <= 0.03,
-        "goodput {:.3} Mbit/s, expected {:.3} Mbit/s ± 3 %",
+    let behind_share = behind.as_secs_f64() / run.as_secs_f64();
+    let floor = expected * (0.97 - behind_share);
+    eprintln!(
+        "goodput {:.3} Mbit/s; the emulator behind for {:.3} s of {:.3} s",
         goodput / 1e6,
-        expected / 1e6
+        behind.as_secs_f64(),
+        run.as_secs_f64()
+    );
+    assert!(
+        goodput >= floor && goodput <= expected * 1.03,
+        "goodput {:.3} Mbit/s, expected {:.3} Mbit/s + 3 % or - 3 % - {:.1} % \
+         (the emulator was behind its schedule for {:.3} s of {:.3} s)",
+        goodput / 1e6,
+        expected / 1e6,
+        behind_share * 100.0,
+        behind.as_secs_f64(),
+        run.as_secs_f64()
     );
 }
