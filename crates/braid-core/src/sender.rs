@@ -211,6 +211,32 @@ struct MinorCeiling {
     srtt: Duration,
 }
 
+/// What the paths' current estimates make of the queue, refreshed on every
+/// acknowledgement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct QueueSizing {
+    /// The scheduling window's budget (see [`window_budget`]).
+    window_budget: u64,
+    /// Queued datagrams older than this are dropped: 50 ms plus the spread
+    /// of the paths' one-way delays, at least a round trip of the slowest
+    /// path, at most a second (unless the configuration fixes it).
+    queue_delay_limit: Duration,
+    /// CoDel's interval: a round trip of the slowest path, 100 ms to 1 s.
+    codel_interval: Duration,
+}
+
+/// The spread of smoothed one-way delays in µs, in seconds (at most one).
+fn owd_spread_secs(owds_us: impl Iterator<Item = f64>) -> f64 {
+    let (lo, hi) = owds_us.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), o| {
+        (lo.min(o), hi.max(o))
+    });
+    if hi >= lo {
+        ((hi - lo) / 1e6).min(1.0)
+    } else {
+        0.0
+    }
+}
+
 /// What the sender tracks of one flow-queue bucket.
 #[derive(Debug, Clone, Copy, Default)]
 struct BucketTrack {
@@ -757,11 +783,11 @@ impl Sender {
 
     /// The sizing paths with the delays that size the queue: smoothed
     /// one-way delay in µs (once sampled) and smoothed round trip, a minor
-    /// path's at most its [`MinorCeiling`].
-    fn sizing_delays(
-        &self,
-    ) -> impl Iterator<Item = (&PathSender, Option<f64>, Option<Duration>)> + Clone {
-        let ceiling = self.minor_ceiling();
+    /// path's at most `ceiling`.
+    fn sizing_delays<'a>(
+        &'a self,
+        ceiling: &'a MinorCeiling,
+    ) -> impl Iterator<Item = (&'a PathSender, Option<f64>, Option<Duration>)> + Clone {
         self.sizing_paths().map(move |p| {
             let minor = ceiling.minor.contains(usize::from(p.id));
             let owd = p.owd.has_samples().then(|| p.owd.smoothed_us());
@@ -778,57 +804,35 @@ impl Sender {
         })
     }
 
-    /// The largest smoothed round trip among the sizing paths, a minor
-    /// path's at most its ceiling (zero before any is measured).
-    fn slowest_srtt(&self) -> Duration {
-        self.sizing_delays()
+    /// What the paths' current estimates make of the queue. Called on every
+    /// acknowledgement: nothing collected, and the minor paths found once.
+    fn queue_sizing(&self) -> QueueSizing {
+        let ceiling = self.minor_ceiling();
+        let delays = self.sizing_delays(&ceiling);
+        // The largest smoothed round trip, zero before any is measured.
+        let slowest_srtt = delays
+            .clone()
             .filter_map(|(_, _, srtt)| srtt)
             .max()
-            .unwrap_or(Duration::ZERO)
-    }
-
-    /// The spread of the sizing paths' smoothed one-way delays, in seconds.
-    fn owd_spread_secs(&self) -> f64 {
-        let owds = self.sizing_delays().filter_map(|(_, owd, _)| owd);
-        let (lo, hi) = owds.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), o| {
-            (lo.min(o), hi.max(o))
-        });
-        if hi >= lo {
-            ((hi - lo) / 1e6).min(1.0)
-        } else {
-            0.0
-        }
-    }
-
-    /// The scheduling window's budget from the paths' current estimates
-    /// (see [`window_budget`]).
-    fn compute_window_budget(&self) -> u64 {
-        // Called on every acknowledgement: nothing collected.
-        let delays = self.sizing_delays();
+            .unwrap_or(Duration::ZERO);
         let estimated = || {
             delays
                 .clone()
                 .filter_map(|(p, owd, _)| Some((p.bandwidth_bps()?, owd?)))
         };
-        window_budget(estimated, self.sizing_paths().count())
-    }
-
-    /// CoDel's interval: a round trip of the slowest sizing path (a minor
-    /// path's as [`Sender::sizing_delays`] reads it), at least 100 ms.
-    fn codel_interval(&self) -> Duration {
-        self.slowest_srtt()
-            .clamp(MIN_CODEL_INTERVAL, Duration::from_secs(1))
-    }
-
-    fn compute_queue_delay_limit(&self) -> Duration {
-        if let Some(d) = self.config.max_queue_delay {
-            return d;
+        let queue_delay_limit = self.config.max_queue_delay.unwrap_or_else(|| {
+            let spread = owd_spread_secs(delays.clone().filter_map(|(_, owd, _)| owd));
+            // At least one round trip of the slowest path, as a bottleneck
+            // buffer holds one bandwidth-delay product: rate probing moves
+            // in RTT steps.
+            (Duration::from_millis(50) + Duration::from_secs_f64(spread))
+                .max(slowest_srtt.min(Duration::from_secs(1)))
+        });
+        QueueSizing {
+            window_budget: window_budget(estimated, self.sizing_paths().count()),
+            queue_delay_limit,
+            codel_interval: slowest_srtt.clamp(MIN_CODEL_INTERVAL, Duration::from_secs(1)),
         }
-        let spread = self.owd_spread_secs();
-        // At least one round trip of the slowest path, as a bottleneck buffer
-        // holds one bandwidth-delay product: rate probing moves in RTT steps.
-        (Duration::from_millis(50) + Duration::from_secs_f64(spread))
-            .max(self.slowest_srtt().min(Duration::from_secs(1)))
     }
 
     fn drop_stale(&mut self, now: Instant) {
@@ -1546,10 +1550,11 @@ impl Sender {
                 }
             }
         }
-        self.queue_delay_limit = self.compute_queue_delay_limit();
-        self.window_budget = self.compute_window_budget();
+        let sizing = self.queue_sizing();
+        self.queue_delay_limit = sizing.queue_delay_limit;
+        self.window_budget = sizing.window_budget;
         self.flows
-            .set_interval(self.codel_interval(), CODEL_TARGET_SHARE);
+            .set_interval(sizing.codel_interval, CODEL_TARGET_SHARE);
         if self.config.resend_losses {
             self.mark_passed(now);
             let mut lost = self.without_hedged(lost);
@@ -1694,6 +1699,17 @@ mod tests {
     }
 
     #[test]
+    fn owd_spread_is_the_widest_gap_in_seconds_at_most_one() {
+        assert_eq!(owd_spread_secs([].into_iter()), 0.0);
+        assert_eq!(owd_spread_secs([40_000.0].into_iter()), 0.0);
+        assert_eq!(
+            owd_spread_secs([10_000.0, 70_000.0, 40_000.0].into_iter()),
+            0.06
+        );
+        assert_eq!(owd_spread_secs([0.0, 5e6].into_iter()), 1.0);
+    }
+
+    #[test]
     fn a_path_out_of_use_does_not_size_the_queue() {
         // 8 Mbit/s at 10 ms beside 2 Mbit/s at 40 ms, as the paths measured.
         let mut config = two_paths("earliest-arrival", ms(0));
@@ -1711,18 +1727,19 @@ mod tests {
         }
         // Both in use: the fast path's 30-ms lead (plus 5 ms of slack), a
         // queue limit of 50 ms plus that spread, at least the slowest RTT.
-        let both = s.compute_window_budget();
-        assert_eq!(both, 35_000 + 1_250);
-        assert_eq!(s.compute_queue_delay_limit(), ms(90));
+        let both = s.queue_sizing();
+        assert_eq!(both.window_budget, 35_000 + 1_250);
+        assert_eq!(both.queue_delay_limit, ms(90));
         // The fast path out of use (cut, or taken out): the survivor's own
         // floor of four datagrams; nothing held for a lead no path has.
         s.set_usable_paths(t0, PathSet::one(1));
-        assert_eq!(s.compute_window_budget(), 4 * wire_bytes(MAX_DATAGRAM));
-        assert_eq!(s.owd_spread_secs(), 0.0);
-        assert_eq!(s.compute_queue_delay_limit(), ms(90));
+        // No spread with one path: the limit is the slowest round trip.
+        let survivor = s.queue_sizing();
+        assert_eq!(survivor.window_budget, 4 * wire_bytes(MAX_DATAGRAM));
+        assert_eq!(survivor.queue_delay_limit, ms(90));
         // No path in use: the estimates of all (nothing better is known).
         s.set_usable_paths(t0, PathSet::default());
-        assert_eq!(s.compute_window_budget(), both);
+        assert_eq!(s.queue_sizing(), both);
     }
 
     #[test]
@@ -1746,10 +1763,11 @@ mod tests {
                 p.rtt.on_sample(ms(rtt_ms));
             }
             assert_eq!(s.minor_paths(), PathSet::one(1));
+            let sizing = s.queue_sizing();
             (
-                s.compute_window_budget(),
-                s.compute_queue_delay_limit(),
-                s.codel_interval(),
+                sizing.window_budget,
+                sizing.queue_delay_limit,
+                sizing.codel_interval,
             )
         };
         // Without re-sends (no copies) the 3G path's whole 490-ms lead: the
