@@ -1699,6 +1699,26 @@ mod tests {
     }
 
     #[test]
+    fn a_path_is_minor_under_a_tenth_of_the_live_paths_rate_not_at_it() {
+        let minor = |rates: Option<(f64, f64)>| {
+            let mut s = Sender::new(two_paths("earliest-arrival", ms(0))).unwrap();
+            if let Some((a, b)) = rates {
+                s.paths[0].seed_rate(a);
+                s.paths[1].seed_rate(b);
+            }
+            s.minor_paths()
+        };
+        assert_eq!(
+            minor(None),
+            PathSet::default(),
+            "no estimate, no minor path"
+        );
+        assert_eq!(minor(Some((9e6, 1e6))), PathSet::default());
+        assert_eq!(minor(Some((9.1e6, 0.9e6))), PathSet::one(1));
+        assert_eq!(minor(Some((0.5e6, 9.5e6))), PathSet::one(0));
+    }
+
+    #[test]
     fn owd_spread_is_the_widest_gap_in_seconds_at_most_one() {
         assert_eq!(owd_spread_secs([].into_iter()), 0.0);
         assert_eq!(owd_spread_secs([40_000.0].into_iter()), 0.0);
