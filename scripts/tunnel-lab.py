@@ -496,6 +496,16 @@ def lab_json(name):
     return json.loads(run([BRAID, "lab", "status", "--json", "--name", name], timeout=10).stdout)
 
 
+def behind_s(before, after):
+    """The longest any emulated direction ran more than 0.5 ms behind its
+    schedule between two `braid lab status --json` readings, in seconds:
+    while it is, the link idles however right its model (a machine whose
+    host takes its CPUs away stalls the emulator)."""
+    total = lambda status: [p[k]["counters"]["behind_us"] for p in status["paths"] for k in ("up", "down")
+                            if p.get(k)]
+    return max((a - b for b, a in zip(total(before), total(after))), default=0) / 1e6
+
+
 def inner_rtt(res):
     """The inner flow's round trip as its sender saw it, for one run's line."""
     text = ""
@@ -556,7 +566,8 @@ def radio(args):
                                                               f"198.18.{i}.2", "dev", f"p{i}", "subflow"]))
                         time.sleep(1)
                         srv = iperf_server(name, dest, wrap=wrap)
-                        t0 = lab_json(name)["emulator"]["uptime_s"]
+                        start = lab_json(name)
+                        t0 = start["emulator"]["uptime_s"]
                         cli = iperf_client(name, dest, seconds, ["-J"] + (["-R"] if direction == "down" else []),
                                            wrap=wrap)
                         res = iperf_result(cli, seconds + 30)
@@ -567,7 +578,8 @@ def radio(args):
                         cap = sum(capacity_mbps(p[direction]["settings"], root, t0, t1) for p in status["paths"])
                         print(f"run {r} {direction:4} {flow:12}: {got:6.2f} Mbit/s received of {cap:6.2f} offered "
                               f"({got / cap:.3f}); sender {res['sent_mbps']:.2f}, "
-                              f"{res['retransmits']} retransmits;{inner_rtt(res)} window {t0:.1f}-{t1:.1f} s; "
+                              f"{res['retransmits']} retransmits;{inner_rtt(res)} window {t0:.1f}-{t1:.1f} s, "
+                              f"emulator behind {behind_s(start, status):.2f} s; "
                               f"load {' '.join(load())}", flush=True)
                         if args.verbose:
                             print("  per second:", " ".join(f"{v:.1f}" for v in res["interval_mbps"]), flush=True)

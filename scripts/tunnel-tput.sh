@@ -11,7 +11,9 @@
 #   REVERSE=1 scripts/tunnel-tput.sh ...        # downloads (iperf3 -R): the server's session sends
 #   DURATION=30 scripts/tunnel-tput.sh ...      # 30-s runs instead of 10-s ones
 #   PINGS=30 scripts/tunnel-tput.sh ...         # 30 pings (50 ms apart) before runs 2 and 3: light traffic between transfers
-# Prints per run: sender Mbit/s (receiver Mbit/s) and TCP retransmissions.
+# Prints per run: sender Mbit/s (receiver Mbit/s), TCP retransmissions, and
+# how long the emulator ran more than 0.5 ms behind its schedule (a stalled
+# machine: such a run measures the machine, not braid).
 set -u
 for a in "$@"; do case $a in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac; done
 command -v iperf3 >/dev/null || { echo "tunnel-tput.sh: iperf3 is not installed (apt-get install iperf3)" >&2; exit 1; }
