@@ -43,7 +43,7 @@ impl LinkWatch {
     }
 
     /// Waits for the next notification and reads every one waiting (up to
-    /// [`MAX_DRAIN`]): the links may have changed.
+    /// `MAX_DRAIN`): the links may have changed.
     pub async fn changed(&self) -> io::Result<()> {
         let mut guard = self.socket.readable().await?;
         // Only whether something came matters: a small buffer, the rest of

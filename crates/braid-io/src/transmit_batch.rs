@@ -9,7 +9,7 @@
 //! few dozen.
 //!
 //! A scheduler spreads consecutive datagrams over its paths, so the batch
-//! keeps a run open per destination (up to [`MAX_OPEN_RUNS`]): datagrams
+//! keeps a run open per destination (up to `MAX_OPEN_RUNS`): datagrams
 //! for one destination leave in the order they were written; those for
 //! different destinations may leave in another order within one flush,
 //! which is the same to the receiver (the paths reorder them anyway).
@@ -40,7 +40,7 @@ pub struct SendFailure {
     pub error: io::Error,
 }
 
-/// Datagrams for up to [`MAX_OPEN_RUNS`] destinations, written by a core
+/// Datagrams for up to `MAX_OPEN_RUNS` destinations, written by a core
 /// into [`space`](Self::space) and handed over with [`push`](Self::push).
 pub struct TransmitBatch {
     runs: Vec<Run>,
@@ -128,7 +128,7 @@ impl TransmitBatch {
         }
     }
 
-    /// Where the next datagram goes: [`MAX_ONE_DATAGRAM`] bytes behind the
+    /// Where the next datagram goes: `MAX_ONE_DATAGRAM` bytes behind the
     /// run last written to (where it stays if it joins that run).
     pub fn space(&mut self) -> &mut [u8] {
         let run = &mut self.runs[self.last];

@@ -1,5 +1,9 @@
 //! `braid bench`: one simulated scenario, reported as a table or as JSON.
 
+// The clap doc comments here are `--help` text, where brackets are usage
+// syntax (`bulk[:SIZE]`, `[tunnel]`), not links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 use std::time::Duration;
 

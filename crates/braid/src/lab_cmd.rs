@@ -1,5 +1,9 @@
 //! `braid lab`: command-line glue over the `braid-lab` library.
 
+// The clap doc comments here are `--help` text, where brackets are usage
+// syntax (`bulk[:SIZE]`, `[tunnel]`), not links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

@@ -19,12 +19,12 @@
 //! congestion avoidance by Reno's 1/cwnd per segment or CUBIC's window
 //! function ([`window`]). The retransmission timer follows RFC 6298 with
 //! Linux's floor of 200 ms on the variance term instead of the RFC's 1 s
-//! minimum ([`rto`]); a timeout sets cwnd to one
+//! minimum (`rto`); a timeout sets cwnd to one
 //! segment and marks every unSACKed segment lost. Round trips are measured
 //! on every ACK from the echoed send time of the segment that caused it
 //! (as TCP timestamps give). With `+hystart` (`tcp:cubic+hystart`) slow
 //! start also ends by HyStart's delay detection, as Linux CUBIC's does
-//! ([`hystart`]). Not modelled: HyStart's ACK-train detection, PRR, tail loss
+//! (`hystart`). Not modelled: HyStart's ACK-train detection, PRR, tail loss
 //! probes, RACK's time-based loss detection of original transmissions,
 //! delayed ACKs (every segment is ACKed), the receive window (never
 //! limiting), pacing, ECN, Nagle, the three-way handshake.

@@ -30,7 +30,7 @@ pub struct ClientConfig {
     pub paths: Vec<Spanned<PathConfig>>,
     pub control_socket: Option<Spanned<PathBuf>>,
     /// Where data caps keep each path's usage across restarts (default:
-    /// /var/lib/braid/<config file stem>.usage.json).
+    /// `/var/lib/braid/<config file stem>.usage.json`).
     pub usage_file: Option<Spanned<PathBuf>>,
     /// Serve Prometheus metrics on this TCP address.
     pub metrics: Option<SocketAddr>,
