@@ -61,7 +61,7 @@
 //! delay; only the lateness of sending remains, and the emulator counts it
 //! (`late_over_500us`, `max_late_us` in `status`, and `behind_us`, the time
 //! it ran more than 0.5 ms behind its schedule: on a virtual machine whose
-//! host takes its CPUs away, that is when a lab link idles).
+//! host takes its CPUs away, a lab link may idle then, and for no longer).
 //!
 //! One cost stays with the emulator by design: injecting a frame into a veth
 //! runs the receiving namespace's network stack for it in the emulator's
