@@ -203,6 +203,7 @@ def latency(args):
             srv.wait(timeout=10)
             print(f"# latency under load: {label}{', download' if args.reverse else ''}; load average {' '.join(load())}", flush=True)
             for r in range(1, args.runs + 1):
+                start = lab_json(name)
                 idle, idle_lost = ping(name, args.pings)
                 srv = iperf_server(name, SERVER_TUN)
                 seconds = args.pings * 0.2 + 5
@@ -220,7 +221,8 @@ def latency(args):
                     f"p95 {quantile(loaded, 0.95):.1f} max {max(loaded, default=float('nan')):.1f} ms "
                     f"({len(loaded)} replies, {loaded_lost} lost); p95 rise {rise:.1f} ms; "
                     f"TCP {res['sent_mbps']:.2f} ({res['received_mbps']:.2f}) Mbit/s, "
-                    f"{res['retransmits']} retransmits; load {' '.join(load())}",
+                    f"{res['retransmits']} retransmits; emulator behind {behind_s(start, lab_json(name)):.2f} s; "
+                    f"load {' '.join(load())}",
                     flush=True,
                 )
                 if args.verbose and st is not None:
@@ -331,6 +333,7 @@ def blackout(args):
                     srv = iperf_server(name, SERVER_TUN, ["-i", "0.1", "--forceflush"])
                     stamps = Stamped(srv.stdout)
                 stamps.start()
+                start = lab_json(name)
                 counters = Counters(name, 0.1, "down" if args.reverse else "up")
                 counters.start()
                 if not args.reverse:
@@ -395,7 +398,7 @@ def blackout(args):
                     f"p{cut + 1} carried {share_mean:.1f} Mbit/s before, back to 80 % of that "
                     f"{fmt(back)} after its return; TCP {res['sent_mbps']:.2f} ({res['received_mbps']:.2f}) "
                     f"Mbit/s, {res['retransmits']} retransmits; iperf3 start to cut {t_cut - t_start:.2f} s; "
-                    f"load {' '.join(load())}",
+                    f"emulator behind {behind_s(start, lab_json(name)):.2f} s; load {' '.join(load())}",
                     flush=True,
                 )
                 if args.verbose:
