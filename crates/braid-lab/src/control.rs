@@ -51,7 +51,7 @@ pub struct Counters {
     /// How long, in all, a frame of this direction was overdue by more than
     /// 0.5 ms: the stretches the emulator ran behind its schedule (not
     /// scheduled, or its machine not running), counted once however many
-    /// frames waited in them. A link that should have been busy was idle
+    /// frames waited in them. The emulator's lateness left the link idle
     /// for at most this long.
     #[serde(default)]
     pub behind_us: u64,
