@@ -1754,6 +1754,9 @@ mod tests {
         // floor of four datagrams; nothing held for a lead no path has.
         s.set_usable_paths(t0, PathSet::one(1));
         // No spread with one path: the limit is the slowest round trip.
+        let ceiling = s.minor_ceiling();
+        let owds = s.sizing_delays(&ceiling).filter_map(|(_, owd, _)| owd);
+        assert_eq!(owd_spread_secs(owds), 0.0);
         let survivor = s.queue_sizing();
         assert_eq!(survivor.window_budget, 4 * wire_bytes(MAX_DATAGRAM));
         assert_eq!(survivor.queue_delay_limit, ms(90));
