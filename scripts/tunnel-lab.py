@@ -502,8 +502,8 @@ def lab_json(name):
 def behind_s(before, after):
     """The longest any emulated direction ran more than 0.5 ms behind its
     schedule between two `braid lab status --json` readings, in seconds:
-    while it is, the link idles however right its model (a machine whose
-    host takes its CPUs away stalls the emulator)."""
+    the longest its link can have idled for the emulator's lateness (a
+    machine whose host takes its CPUs away stalls the emulator)."""
     total = lambda status: [p[k]["counters"]["behind_us"] for p in status["paths"] for k in ("up", "down")
                             if p.get(k)]
     return max((a - b for b, a in zip(total(before), total(after))), default=0) / 1e6
