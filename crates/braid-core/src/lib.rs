@@ -19,6 +19,7 @@ pub mod ecn;
 pub mod fq;
 pub mod path;
 pub mod pool;
+mod queue_clock;
 pub mod receiver;
 mod reinject;
 pub mod reseq;

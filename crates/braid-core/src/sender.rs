@@ -39,6 +39,8 @@ use crate::cc::CcKind;
 use crate::fq::{Dequeued, FlowQueue, FqConfig};
 use crate::path::{OwdClock, PathSender, PACING_CREDIT};
 use crate::pool::BufferPool;
+use crate::queue_clock::QueueClock;
+use crate::receiver::SMALL_ACK_DELAY;
 use crate::reinject::{InFlightPayloads, Kept};
 use crate::sched::{
     self, Decision, PathInfo, PathSet, PathView, SchedContext, SchedError, Scheduler,
@@ -398,6 +400,8 @@ pub struct Sender {
     /// How long a datagram may wait in the queue; follows the path
     /// estimates, so it is recomputed when feedback arrives.
     queue_delay_limit: Duration,
+    /// What the queue's datagrams age by (stamps, the delay limit, CoDel).
+    queue_clock: QueueClock,
     /// Latest time seen, so `poll_timeout` never returns a past instant.
     last_now: Instant,
     out: VecDeque<Transmit>,
@@ -458,6 +462,7 @@ impl Sender {
             owd_clock: OwdClock::for_sender(),
             last_report_seq: None,
             queue_delay_limit,
+            queue_clock: QueueClock::default(),
             last_now: Instant::ZERO,
             feedback_path: None,
             out: VecDeque::new(),
@@ -620,7 +625,8 @@ impl Sender {
             return Err(SendError::QueueFull);
         }
         self.counters.accepted += 1;
-        self.counters.dropped_overflow += self.flows.enqueue(now, flow, payload);
+        let queued_at = self.queue_clock.at(now);
+        self.counters.dropped_overflow += self.flows.enqueue(queued_at, flow, payload);
         self.drain(now);
         Ok(())
     }
@@ -655,12 +661,13 @@ impl Sender {
     /// may go express), counting what CoDel dropped on the way.
     fn take_from_flows(&mut self, now: Instant, sparse: bool) -> Option<Dequeued> {
         let before = self.flows.counters.clone();
+        let queue_now = self.queue_clock.at(now);
         let d = if sparse {
             let (buckets, paths) = (&self.buckets, &self.paths);
             self.flows
-                .dequeue_sparse(now, &|b| buckets[b].may_pass(paths, now))
+                .dequeue_sparse(queue_now, &|b| buckets[b].may_pass(paths, now))
         } else {
-            self.flows.dequeue(now)
+            self.flows.dequeue(queue_now)
         };
         self.counters.dropped_codel += self.flows.counters.codel_drops - before.codel_drops;
         self.counters.marked_codel += self.flows.counters.codel_marks - before.codel_marks;
@@ -673,7 +680,7 @@ impl Sender {
     /// again, earlier express ones). Dropped if it waited past the delay
     /// limit: it has no number yet, so the receiver need not hear of it.
     fn admit(&mut self, now: Instant, d: Dequeued) {
-        if now - d.enqueued >= self.queue_delay_limit {
+        if self.queue_clock.at(now) - d.enqueued >= self.queue_delay_limit {
             self.counters.dropped_stale += 1;
             return;
         }
@@ -836,11 +843,11 @@ impl Sender {
     }
 
     fn drop_stale(&mut self, now: Instant) {
-        let limit = self.queue_delay_limit;
+        let (limit, queue_now) = (self.queue_delay_limit, self.queue_clock.at(now));
         while self
             .queue
             .front()
-            .is_some_and(|q| now - q.enqueued >= limit)
+            .is_some_and(|q| queue_now - q.enqueued >= limit)
         {
             match self.queue[0].again {
                 Some(Again::PathDied) => self.counters.reinject_stale += 1,
@@ -1172,7 +1179,7 @@ impl Sender {
                     payload: self.buffers.copy_of(&k.payload),
                     // A copy is as fresh as the wait it ends: the queue
                     // delay limit counts from now.
-                    enqueued: now,
+                    enqueued: self.queue_clock.at(now),
                     bucket: None,
                     again: None,
                     express: false,
@@ -1207,7 +1214,8 @@ impl Sender {
         while i < self.copies.len() {
             let c = &self.copies[i];
             let targets = self.hedge_targets(c.from);
-            if targets.is_empty() || now - c.q.enqueued >= self.queue_delay_limit {
+            let waited = self.queue_clock.at(now) - c.q.enqueued;
+            if targets.is_empty() || waited >= self.queue_delay_limit {
                 self.drop_copy(i);
                 continue;
             }
@@ -1455,6 +1463,11 @@ impl Sender {
         }
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
+        if path.bytes_in_flight() == 0 {
+            if let Some(rtt) = path.rtt.srtt() {
+                self.queue_clock.expect_answer(now, rtt + SMALL_ACK_DELAY);
+            }
+        }
         let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
         if q.express {
             path.express.on_sent(now, bytes);
@@ -1570,7 +1583,22 @@ impl Sender {
             }
         }
         self.drain(now);
+        self.queue_clock.on_feedback(now, self.answer_due_within());
         Ok(())
+    }
+
+    /// How long the network may stay silent before it is overdue: a round
+    /// trip of the quickest path that has data in flight, plus the longest
+    /// the receiver holds an acknowledgement (see [`QueueClock`]). `None`
+    /// while no path that is up has data in flight, or none has a
+    /// measured round trip.
+    fn answer_due_within(&self) -> Option<Duration> {
+        self.paths
+            .iter()
+            .filter(|p| p.bytes_in_flight() > 0 && !p.liveness.is_down())
+            .filter_map(|p| p.rtt.srtt())
+            .min()
+            .map(|rtt| rtt + SMALL_ACK_DELAY)
     }
 
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
@@ -1582,7 +1610,9 @@ impl Sender {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let path_timeouts = self.paths.iter().filter_map(PathSender::timeout_at);
         let head = self.queue.front().map(|q| {
-            let stale = q.enqueued + self.queue_delay_limit;
+            let stale = self
+                .queue_clock
+                .real_time_of(self.last_now, q.enqueued + self.queue_delay_limit);
             let bytes = wire_bytes(q.payload.len());
             let pacing = self
                 .paths
@@ -1600,7 +1630,9 @@ impl Sender {
         // A waiting copy goes when a path's pacing lets it, or goes stale.
         let copies = self.copies.front().map(|c| {
             let bytes = wire_bytes(c.q.payload.len());
-            let stale = c.q.enqueued + self.queue_delay_limit;
+            let stale = self
+                .queue_clock
+                .real_time_of(self.last_now, c.q.enqueued + self.queue_delay_limit);
             self.paths
                 .iter()
                 .map(|p| p.ready_at(bytes))
@@ -2531,7 +2563,7 @@ mod tests {
             // window would take it otherwise). Its head waits past CoDel's
             // target (25 ms) at the first dequeue, and for an interval (100
             // ms) more at the second, which drops or marks.
-            for _ in 0..100 {
+            for _ in 0..1000 {
                 s.flows.enqueue(t0, 1, payload.clone());
             }
             for (at, sparse) in [(200, false), (301, false), (302, true)] {
@@ -2548,5 +2580,106 @@ mod tests {
             assert_eq!(c.dropped_codel, s.flows.counters.codel_drops);
             assert_eq!(c.marked_codel, s.flows.counters.codel_marks);
         }
+    }
+
+    /// Two paths limited to 100 kbit/s (a 1000-byte datagram every 80 ms),
+    /// round trips of 20 ms measured, then 100 datagrams offered at the
+    /// returned instant with a 100-ms queue delay limit: most wait.
+    fn queue_behind_slow_paths() -> (Sender, Instant) {
+        let mut s = Sender::new(two_paths(sched::DEFAULT, ms(100))).unwrap();
+        let t0 = Instant::from_nanos(1_000_000_000);
+        for p in 0..2 {
+            s.set_rate_limit(p, Some(100_000));
+        }
+        s.send(t0, vec![7; 1000]).unwrap();
+        s.send(t0, vec![7; 1000]).unwrap();
+        assert_eq!(sent_gseqs(&mut s).len(), 2);
+        ack_all(&mut s, t0 + ms(20), 0, 0);
+        ack_all(&mut s, t0 + ms(20), 1, 0);
+        let t1 = t0 + ms(20);
+        for _ in 0..100 {
+            s.send(t1, vec![7; 1000]).unwrap();
+        }
+        (s, t1)
+    }
+
+    /// Runs the sender for `span` from `from`; every 10 ms the `acking`
+    /// paths acknowledge what they have been sent.
+    fn pace(s: &mut Sender, from: Instant, span: Duration, acking: &[u8]) {
+        // The first datagram of each path went out and was acknowledged.
+        let mut largest = [1u32; 2];
+        let mut t = from;
+        while t < from + span {
+            t = (t + ms(10)).min(from + span);
+            run_until(s, t);
+            for (path, _) in sent_gseqs(s) {
+                largest[usize::from(path)] += 1;
+            }
+            for &p in acking {
+                ack_all(s, t, p, largest[usize::from(p)] - 1);
+            }
+        }
+    }
+
+    /// Runs the sender's timers until the rate limit lets the first
+    /// queued datagram go; returns when. Nothing was in flight before: the
+    /// answer to that one is due a round trip and an acknowledgement's
+    /// delay (28 ms) later, and the queue's clock stands from then if none
+    /// comes.
+    fn first_in_flight(s: &mut Sender, t1: Instant) -> Instant {
+        let mut first = t1;
+        while s.counters.sent_datagrams == 2 {
+            first = s.poll_timeout().unwrap();
+            s.handle_timeout(first);
+        }
+        first
+    }
+
+    #[test]
+    fn queued_datagrams_do_not_age_while_no_path_answers() {
+        let (mut s, t1) = queue_behind_slow_paths();
+        let first = first_in_flight(&mut s, t1);
+        let stands_at = first + ms(28);
+        // Silence for 400 ms, four times the limit: datagrams leave at the
+        // paths' rate, none waiting goes stale.
+        pace(&mut s, first, ms(400), &[]);
+        assert_eq!(s.counters.dropped_stale, 0);
+        let left = s.counters.sent_datagrams - 2;
+        assert_eq!(s.queued_bytes() as u64, (100 - left) * 1000);
+        // Feedback again: the clock runs from where it stood, and the
+        // oldest, offered at t1, goes stale after the rest of its 100 ms.
+        let back = first + ms(400);
+        ack_all(&mut s, back, 0, 1);
+        let stale_at = back + (ms(100) - (stands_at - t1));
+        run_until(&mut s, stale_at.saturating_sub(ms(1)));
+        assert_eq!(s.counters.dropped_stale, 0);
+        run_until(&mut s, stale_at);
+        assert!(s.counters.dropped_stale > 0);
+    }
+
+    #[test]
+    fn queued_datagrams_age_while_one_path_answers() {
+        let (mut s, t1) = queue_behind_slow_paths();
+        let first = first_in_flight(&mut s, t1);
+        // b acknowledges what it sends: only a is silent, and the oldest
+        // goes stale 100 ms after it was offered.
+        pace(&mut s, first, t1 + ms(99) - first, &[1]);
+        assert_eq!(s.counters.dropped_stale, 0);
+        pace(&mut s, t1 + ms(99), ms(10), &[1]);
+        assert!(s.counters.dropped_stale > 0);
+    }
+
+    #[test]
+    fn queued_datagrams_age_again_after_a_second_of_silence() {
+        let (mut s, t1) = queue_behind_slow_paths();
+        let first = first_in_flight(&mut s, t1);
+        let stands_at = first + ms(28);
+        // The clock stands for a second, then runs again: the oldest goes
+        // stale after the rest of its 100 ms.
+        let stale_at = stands_at + crate::queue_clock::MAX_STAND + (ms(100) - (stands_at - t1));
+        run_until(&mut s, stale_at.saturating_sub(ms(1)));
+        assert_eq!(s.counters.dropped_stale, 0);
+        run_until(&mut s, stale_at);
+        assert!(s.counters.dropped_stale > 0);
     }
 }

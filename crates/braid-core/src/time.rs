@@ -37,6 +37,11 @@ impl Instant {
     pub fn saturating_duration_since(self, earlier: Instant) -> Duration {
         Duration::from_nanos(self.0.saturating_sub(earlier.0))
     }
+
+    /// `d` earlier, or the epoch if that is before it.
+    pub fn saturating_sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(d.as_nanos() as u64))
+    }
 }
 
 impl Add<Duration> for Instant {
