@@ -132,14 +132,20 @@ impl PathSocket {
     pub async fn recv(&self, batch: &mut RecvBatch) -> io::Result<usize> {
         loop {
             self.io.readable().await?;
-            let got = self.io.try_io(Interest::READABLE, || {
-                batch.fill_with(|slots, meta| self.state.recv((&self.io).into(), slots, meta))
-            });
+            let got = self.io.try_io(Interest::READABLE, || self.try_recv(batch));
             match got {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 other => return other,
             }
         }
+    }
+
+    /// Receives what is already waiting, as many as one batch holds,
+    /// without waiting: fails with `WouldBlock` when nothing is. Asks the
+    /// kernel whatever the runtime last saw of the socket's readiness, so
+    /// it finds datagrams that came while this process did not run.
+    pub fn try_recv(&self, batch: &mut RecvBatch) -> io::Result<usize> {
+        batch.fill_with(|slots, meta| self.state.recv((&self.io).into(), slots, meta))
     }
 
     /// Sends `contents` to `to` now, or fails with `WouldBlock` when the

@@ -188,3 +188,36 @@ fn a_socket_for_a_missing_link_waits_and_is_pinned_once_it_is_there() {
         assert_eq!(receive(&server, 1).await[0].1, b"pinned");
     });
 }
+
+/// `try_recv` asks the kernel itself: it finds datagrams the runtime has
+/// not yet seen arrive (this thread never yields to it here), as a timer
+/// that fires after the process stalled must.
+#[test]
+fn try_recv_takes_what_waits_without_the_runtime_seeing_it() {
+    runtime().block_on(async {
+        let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let mut batch = RecvBatch::new();
+        let nothing = server.try_recv(&mut batch).unwrap_err();
+        assert_eq!(nothing.kind(), io::ErrorKind::WouldBlock);
+        let sender = std::net::UdpSocket::bind(SocketAddr::new(LOOP4, 0)).unwrap();
+        for i in 0..3u8 {
+            sender.send_to(&[i; 100], server.local_addr()).unwrap();
+        }
+        let mut got = Vec::new();
+        for _ in 0..500 {
+            match server.try_recv(&mut batch) {
+                Ok(_) => got.extend(batch.datagrams().map(|d| (d.from, d.bytes.to_vec()))),
+                Err(e) => assert_eq!(e.kind(), io::ErrorKind::WouldBlock),
+            }
+            if got.len() == 3 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let from = sender.local_addr().unwrap();
+        assert_eq!(
+            got,
+            (0..3u8).map(|i| (from, vec![i; 100])).collect::<Vec<_>>()
+        );
+    });
+}
