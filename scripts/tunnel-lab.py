@@ -16,7 +16,12 @@
             download, each on a fresh lab so that every run meets the same
             stretch of the trace; goodput over the capacity the paths
             offered in the run's window (--plain: also plain TCP on each
-            path alone, no tunnel).
+            path alone, no tunnel);
+  stall     one 20-s CUBIC flow through the bond and over kernel MPTCP on
+            8 + 12 Mbit/s at 10/30 ms while, every 2 s, the lab's emulator
+            (network), or the emulator and braid's daemons (hosts), are
+            stopped for --stall-ms (300): what a stalled network or host
+            costs each.
 
 --reverse runs the transfers the other way (iperf3 -R): the server's
 session sends, and the blackout's goodput and path counters are read at
@@ -521,6 +526,17 @@ def inner_rtt(res):
     return text + ";" if text else ""
 
 
+def mptcp_setup(name, paths):
+    """Lets kernel MPTCP open a subflow on each of the lab's `paths`;
+    returns the command prefix that makes iperf3 use it."""
+    for ns in ("client", "server"):
+        run(lab_exec(name, ns, ["ip", "mptcp", "limits", "set", "subflow", "8", "add_addr_accepted", "8"]))
+    for i in range(2, paths + 1):
+        run(lab_exec(name, "client", ["ip", "mptcp", "endpoint", "add", f"198.18.{i}.2", "dev", f"p{i}",
+                                      "subflow"]))
+    return ["mptcpize", "run"]
+
+
 def radio(args):
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "traces")
     t = lambda up, down: f"trace={os.path.join(root, up)}/{os.path.join(root, down)},30ms"
@@ -559,14 +575,7 @@ def radio(args):
                     lab_up(name, paths, tunnel)
                     try:
                         dest = SERVER_TUN if tunnel else SERVER_ADDR
-                        wrap = ["mptcpize", "run"] if flow == "kernel MPTCP" else []
-                        if flow == "kernel MPTCP":
-                            for ns in ("client", "server"):
-                                run(lab_exec(name, ns, ["ip", "mptcp", "limits", "set", "subflow", "8",
-                                                        "add_addr_accepted", "8"]))
-                            for i in range(2, len(paths) + 1):
-                                run(lab_exec(name, "client", ["ip", "mptcp", "endpoint", "add",
-                                                              f"198.18.{i}.2", "dev", f"p{i}", "subflow"]))
+                        wrap = mptcp_setup(name, len(paths)) if flow == "kernel MPTCP" else []
                         time.sleep(1)
                         srv = iperf_server(name, dest, wrap=wrap)
                         start = lab_json(name)
@@ -590,18 +599,120 @@ def radio(args):
                         lab_down(name)
 
 
+# ---------------------------------------------------------------- stall
+
+
+def pids_of(pattern):
+    out = run(["pgrep", "-f", pattern], check=False).stdout.split()
+    return [int(x) for x in out]
+
+
+class Staller(threading.Thread):
+    """Stops `pids` (SIGSTOP) for `stall` s every `every` s, from 3 s on,
+    until stopped; counts the stalls."""
+
+    def __init__(self, pids, stall, every):
+        super().__init__(daemon=True)
+        self.pids, self.stall, self.every = pids, stall, every
+        self.done = threading.Event()
+        self.count = 0
+
+    def signal(self, sig):
+        for pid in self.pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def run(self):
+        if not self.pids or self.done.wait(3):
+            return
+        while not self.done.is_set():
+            self.signal(signal.SIGSTOP)
+            time.sleep(self.stall)
+            self.signal(signal.SIGCONT)
+            self.count += 1
+            self.done.wait(self.every)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        self.signal(signal.SIGCONT)
+
+
+def sending_side(name, direction):
+    """The sending daemon's session figures (`braid status --json`)."""
+    st = tunnel_status(name, "server" if direction == "down" else "client") or {}
+    return st.get("session") or ((st.get("peers") or [{}])[0].get("session") or {})
+
+
+def stall(args):
+    specs = ["8mbit,10ms", "12mbit,30ms"]
+    seconds, pause, every = 20, args.stall_ms / 1e3, 2.0
+    flows = ["bond"] + (["kernel MPTCP"] if shutil.which("mptcpize") else [])
+    if len(flows) == 1:
+        print("# no mptcpize (apt-get install mptcpd): kernel MPTCP runs left out", flush=True)
+    if args.flow:
+        flows = [f for f in flows if f in args.flow]
+    name = f"{LAB_PREFIX}-stall"
+    print(f"# stall: {' + '.join(specs)}, one CUBIC flow, {seconds} s per run, a fresh lab each; from 3 s "
+          f"on, every {every:.0f} s: nothing stopped (none), the emulator stopped (network) or the emulator "
+          f"and braid's daemons (hosts) for {args.stall_ms} ms; load average {' '.join(load())}", flush=True)
+    for r in range(1, args.runs + 1):
+        for direction in ("up", "down"):
+            for mode in ("none", "network", "hosts"):
+                for flow in flows:
+                    tunnel = flow == "bond"
+                    lab_up(name, specs, tunnel)
+                    try:
+                        dest = SERVER_TUN if tunnel else SERVER_ADDR
+                        wrap = [] if tunnel else mptcp_setup(name, len(specs))
+                        time.sleep(1)
+                        pids = []
+                        if mode != "none":
+                            pids = pids_of(f"lab _emulate --state /run/braid-lab/{name}$")
+                        if mode == "hosts":
+                            # Kernel MPTCP has no process to stop.
+                            pids += pids_of(f"/run/braid-lab/{name}.tunnel/")
+                        srv = iperf_server(name, dest, wrap=wrap)
+                        start = lab_json(name)
+                        cli = iperf_client(name, dest, seconds, ["-J"] + (["-R"] if direction == "down" else []),
+                                           wrap=wrap)
+                        staller = Staller(pids, pause, every)
+                        staller.start()
+                        try:
+                            res = iperf_result(cli, seconds + 30)
+                        finally:
+                            staller.stop()
+                        status = lab_json(name)
+                        srv.wait(timeout=10)
+                        induced = staller.count * pause if mode != "none" else 0
+                        extra = ""
+                        if tunnel:
+                            st = sending_side(name, direction)
+                            extra = (f" sender's queue drops {st.get('send_dropped')}, CoDel drops "
+                                     f"{st.get('send_codel_dropped')};")
+                        print(f"run {r} {direction:4} {mode:7} {flow:12}: {res['received_mbps']:6.2f} Mbit/s "
+                              f"received, {res['retransmits']} retransmits;{extra} {staller.count} stalls; "
+                              f"emulator behind {behind_s(start, status) - induced:.2f} s beyond them; "
+                              f"load {' '.join(load())}", flush=True)
+                    finally:
+                        lab_down(name)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", nargs="+", choices=["latency", "blackout", "veth", "radio"])
+    p.add_argument("what", nargs="+", choices=["latency", "blackout", "veth", "radio", "stall"])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--pings", type=int, default=50, help="pings per phase (0.2 s apart)")
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--only", action="append", help="run only the sets whose label starts so (repeatable)")
     p.add_argument("--flow", action="append",
-                   help="radio: run only this comparison (bond, 'p1 alone', 'p2 alone', 'kernel MPTCP', "
-                        "'p1 plain', ...; repeatable)")
+                   help="radio and stall: run only this comparison (bond, 'p1 alone', 'p2 alone', "
+                        "'kernel MPTCP', 'p1 plain', ...; repeatable)")
     p.add_argument("--plain", action="store_true",
                    help="radio: also one TCP flow on each path alone without the tunnel")
+    p.add_argument("--stall-ms", type=int, default=300, help="stall: how long each stall lasts (default 300)")
     p.add_argument("--reverse", action="store_true",
                    help="latency and blackout: download (iperf3 -R), the server's session sends")
     args = p.parse_args()
@@ -617,7 +728,7 @@ def main():
         print(f"# {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, {BRAID}, "
               f"commit {run(['git', 'rev-parse', '--short', 'HEAD'], check=False).stdout.strip()}", flush=True)
         for what in args.what:
-            {"latency": latency, "blackout": blackout, "veth": veth, "radio": radio}[what](args)
+            {"latency": latency, "blackout": blackout, "veth": veth, "radio": radio, "stall": stall}[what](args)
     finally:
         cleanup()
 
