@@ -153,8 +153,10 @@ mod tests {
     fn real_time_of_inverts_the_clock() {
         let mut c = QueueClock::default();
         c.on_feedback(at(0), Some(ms(30)));
-        // Before the silence: the same instant.
+        // Before the silence: the same instant; the instant it stands at
+        // is reached when it starts to stand.
         assert_eq!(c.real_time_of(at(0), at(20)), at(20));
+        assert_eq!(c.real_time_of(at(0), at(30)), at(30));
         // Past it: the whole stand later.
         assert_eq!(c.real_time_of(at(0), at(40)), at(40) + MAX_STAND);
         // Never before now.

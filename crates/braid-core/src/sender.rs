@@ -2662,6 +2662,25 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_is_due_a_round_trip_after_a_live_path_sent() {
+        let (mut s, t1) = queue_behind_slow_paths();
+        // Both paths answered, nothing is in flight: none is awaited.
+        assert_eq!(s.answer_due_within(), None);
+        let first = first_in_flight(&mut s, t1);
+        // One 20-ms path has a datagram in flight.
+        assert_eq!(s.answer_due_within(), Some(ms(20) + SMALL_ACK_DELAY));
+        // Silent until both are down: the probe a down path has in flight
+        // is not awaited.
+        pace(&mut s, first, ms(400), &[]);
+        assert!((0..2).all(|p| s.path(p).liveness.is_down()));
+        while (0..2).all(|p| s.path(p).bytes_in_flight() == 0) {
+            let t = s.poll_timeout().unwrap();
+            s.handle_timeout(t);
+        }
+        assert_eq!(s.answer_due_within(), None);
+    }
+
+    #[test]
     fn queued_datagrams_age_while_one_path_answers() {
         let (mut s, t1) = queue_behind_slow_paths();
         let first = first_in_flight(&mut s, t1);
