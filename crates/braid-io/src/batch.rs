@@ -82,17 +82,12 @@ impl RecvBatch {
             .zip(self.buf.chunks_exact(MAX_DATAGRAM_BYTES))
             .flat_map(|(meta, slot)| {
                 let len = meta.len.min(slot.len());
-                // A zero stride would never advance; the kernel reports the
-                // datagram length there, so it is at least 1 for data.
-                let stride = if meta.stride == 0 {
-                    len.max(1)
-                } else {
-                    meta.stride
-                };
-                slot[..len].chunks(stride).map(move |bytes| Datagram {
-                    from: meta.addr,
-                    bytes,
-                })
+                slot[..len]
+                    .chunks(stride(meta, len))
+                    .map(move |bytes| Datagram {
+                        from: meta.addr,
+                        bytes,
+                    })
             })
     }
 }
