@@ -62,12 +62,20 @@ fn lawrr_keeps_the_mobile_path_idle_under_drift() {
     }
 }
 
+/// A step that sets the receiver back is made by stepping the sender
+/// forward: to the sender, a second in which nothing answered. The fixed
+/// line goes down, and what it had in flight (a handful of datagrams at 3.2
+/// Mbit/s) goes out again on LTE: the send queue's clock stands while no
+/// path answers, so they are not dropped as stale. Lawrr itself puts
+/// nothing there.
 #[test]
 fn lawrr_absorbs_a_one_second_step() {
     for by in [1.0, -1.0] {
         let s = stepped(skewed(lawrr_at_40_percent(60), 0.0, 100.0), 30.0, by);
         let r = run(&s).unwrap();
-        assert_eq!(lte_bytes(&r), 0, "step {by} s");
+        let reinjected = r.sender.as_ref().unwrap().reinjected;
+        assert_eq!(r.paths[1].sender.sent_packets, reinjected, "step {by} s");
+        assert!(reinjected < 10, "step {by} s: {reinjected} reinjected");
     }
 }
 
