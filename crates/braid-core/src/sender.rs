@@ -29,7 +29,7 @@
 //! packet ([`crate::wire`]): the receiver must not take its arrival as a
 //! sign that the lower numbers were sent.
 //!
-//! What waits in the queue ages by [`QueueClock`], which stands while no
+//! What waits in the queue ages by a `QueueClock`, which stands while no
 //! path answers at all: the queue delay limit and CoDel bound the queue
 //! the inner flows build, not a pause of the network or of a host.
 //!
