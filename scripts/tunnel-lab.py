@@ -673,7 +673,7 @@ def stall(args):
                             pids = pids_of(f"lab _emulate --state /run/braid-lab/{name}$")
                         if mode == "hosts":
                             # Kernel MPTCP has no process to stop.
-                            pids += pids_of(f"/run/braid-lab/{name}.tunnel/")
+                            pids += daemon_pids(name).values()
                         srv = iperf_server(name, dest, wrap=wrap)
                         start = lab_json(name)
                         cli = iperf_client(name, dest, seconds, ["-J"] + (["-R"] if direction == "down" else []),

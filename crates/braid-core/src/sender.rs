@@ -243,6 +243,13 @@ fn owd_spread_secs(owds_us: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// How soon path `p` answers what it is sent: a round trip, plus the
+/// longest the receiver holds an acknowledgement (`None` before a round
+/// trip is measured).
+fn answer_within(p: &PathSender) -> Option<Duration> {
+    p.rtt.srtt().map(|rtt| rtt + SMALL_ACK_DELAY)
+}
+
 /// What the sender tracks of one flow-queue bucket.
 #[derive(Debug, Clone, Copy, Default)]
 struct BucketTrack {
@@ -1468,8 +1475,8 @@ impl Sender {
         let bytes = wire_bytes(q.payload.len());
         let path = &mut self.paths[index];
         if path.bytes_in_flight() == 0 {
-            if let Some(rtt) = path.rtt.srtt() {
-                self.queue_clock.expect_answer(now, rtt + SMALL_ACK_DELAY);
+            if let Some(within) = answer_within(path) {
+                self.queue_clock.expect_answer(now, within);
             }
         }
         let stamp = path.on_sent(now, q.gseq, bytes, app_limited);
@@ -1591,18 +1598,16 @@ impl Sender {
         Ok(())
     }
 
-    /// How long the network may stay silent before it is overdue: a round
-    /// trip of the quickest path that has data in flight, plus the longest
-    /// the receiver holds an acknowledgement (see [`QueueClock`]). `None`
-    /// while no path that is up has data in flight, or none has a
-    /// measured round trip.
+    /// How long the network may stay silent before it is overdue: the
+    /// [`answer_within`] of the quickest path that is up and has data in
+    /// flight (see [`QueueClock`]); `None` while there is none, or none has
+    /// a measured round trip.
     fn answer_due_within(&self) -> Option<Duration> {
         self.paths
             .iter()
             .filter(|p| p.bytes_in_flight() > 0 && !p.liveness.is_down())
-            .filter_map(|p| p.rtt.srtt())
+            .filter_map(answer_within)
             .min()
-            .map(|rtt| rtt + SMALL_ACK_DELAY)
     }
 
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
