@@ -86,6 +86,7 @@ fuzz_target!(|data: &[u8]| {
                         Frame::Skip(SkipFrame {
                             from: base.wrapping_add(u64::from(input.u32())),
                             count: input.u32(),
+                            in_flight: input.u8() & 1 != 0,
                         })
                     })
                     .collect();

@@ -192,6 +192,7 @@ impl Receiver {
             Ok(Packet::Feedback { frames, .. }) => {
                 for frame in frames {
                     match frame {
+                        Frame::Skip(k) if k.in_flight => self.reseq.withdraw(now, k.from, k.count),
                         Frame::Skip(k) => self.reseq.skip(now, k.from, k.count),
                         // Acks and reports flow the other way.
                         Frame::Ack(_) | Frame::LossReport(_) => self.malformed += 1,
@@ -506,7 +507,11 @@ mod tests {
     }
 
     fn skip_notice(from: u64, count: u32) -> Vec<u8> {
-        let frame = Frame::Skip(wire::SkipFrame { from, count });
+        let frame = Frame::Skip(wire::SkipFrame {
+            from,
+            count,
+            in_flight: false,
+        });
         wire::feedback_packet(0, &[frame]).unwrap()
     }
 

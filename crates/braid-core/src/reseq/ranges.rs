@@ -66,6 +66,20 @@ impl RangeSet {
                 .is_some_and(|(_, &e)| e > lo)
     }
 
+    /// The lowest run of the set's numbers within `lo..hi`, clipped to it.
+    pub fn first_within(&self, lo: u64, hi: u64) -> Option<(u64, u64)> {
+        if lo >= hi {
+            return None;
+        }
+        if let Some((_, &e)) = self.ranges.at_or_before(&lo).filter(|&(_, &e)| e > lo) {
+            return Some((lo, e.min(hi)));
+        }
+        self.ranges
+            .at_or_after(&lo)
+            .filter(|&(s, _)| s < hi)
+            .map(|(s, &e)| (s, e.min(hi)))
+    }
+
     /// The ranges, lowest first, as `(start, end)` with `end` exclusive.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, u64)> + '_ {
         self.ranges.iter().map(|(s, &e)| (s, e))

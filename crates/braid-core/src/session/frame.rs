@@ -109,7 +109,7 @@ fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
     match msg.first() {
         Some(&first) if crate::wire::is_data_first_byte(first) => Ok(Inner::Data(msg)),
         Some(&WIRE_FEEDBACK) => match msg.get(2) {
-            Some(3) => Ok(Inner::Skips(msg)),
+            Some(&kind) if crate::wire::is_skip_frame(kind) => Ok(Inner::Skips(msg)),
             _ => Ok(Inner::Feedback(msg)),
         },
         Some(&STREAM) if msg.len() > STREAM_HEADER_LEN => {
