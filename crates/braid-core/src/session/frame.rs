@@ -212,9 +212,9 @@ mod tests {
                 assert_ne!(parsed, Ok((1, Inner::Data(&data), None)), "{kind:#x}");
             }
         }
-        // Feedback: skip notices (frame 3) go to the Receiver, the rest
-        // (acks, loss reports) to the Sender.
-        for (frame, skips) in [(1, false), (2, false), (3, true)] {
+        // Feedback: skip notices (Skip frame 3, Withdraw frame 4) go to the
+        // Receiver, the rest (acks, loss reports) to the Sender.
+        for (frame, skips) in [(1, false), (2, false), (3, true), (4, true)] {
             let msg = [WIRE_FEEDBACK, 1, frame];
             let expected = if skips {
                 Inner::Skips(&msg)

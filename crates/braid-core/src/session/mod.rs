@@ -1539,6 +1539,7 @@ impl Session {
             reseq_delivered_early: self.receiver.resequencer().counters.delivered_early,
             reseq_express_unordered: self.receiver.resequencer().counters.express_unordered,
             reseq_skipped: self.receiver.resequencer().counters.skipped,
+            reseq_timeouts: self.receiver.resequencer().counters.timeouts,
             delivered: self.delivered,
             send_queue_bytes: self.sender.queued_bytes(),
             send_dropped: c.dropped_stale
@@ -1550,6 +1551,7 @@ impl Session {
             send_resent: c.resent,
             send_resent_bytes: c.resent_bytes,
             send_resend_stale: c.resend_stale,
+            send_withdrawn: c.reinject_stale,
             send_overdue_copies: c.hedge_sent,
             send_express: c.sent_express,
             send_codel_dropped: c.dropped_codel,

@@ -226,6 +226,9 @@ pub struct SessionStats {
     pub reseq_express_unordered: u64,
     /// Numbers the resequencer skipped: known lost, or given up on.
     pub reseq_skipped: u64,
+    /// Times the resequencer's hole timer ran out (each gives up on the
+    /// hole at the head of the line, or on all of them at the third).
+    pub reseq_timeouts: u64,
     pub delivered: u64,
     pub send_queue_bytes: usize,
     /// Inner packets dropped in the send queue: stale, refused, pushed out
@@ -242,6 +245,10 @@ pub struct SessionStats {
     /// Lost inner packets not sent again because they had waited past the
     /// queue delay limit (the receiver is told to skip them).
     pub send_resend_stale: u64,
+    /// Inner packets a path had in flight when it went silent, too old to
+    /// send again: the receiver is told they are withdrawn (they may still
+    /// arrive), not lost.
+    pub send_withdrawn: u64,
     /// Inner packets still in flight on a minor path that the receiver
     /// waited for, copied onto a quicker path (see `Sender::hedge_overdue`).
     pub send_overdue_copies: u64,
