@@ -15,6 +15,8 @@ and how many runs fell below the fixed line alone.
     scripts/radio-sim.py --scheduler min-rtt  # further bench flags
     scripts/radio-sim.py --mirror             # downloads as before 2026-12-06: the client
                                               # sends over the paths' directions swapped
+    scripts/radio-sim.py --every 6            # offsets 0, 6, ... 132 s: 23 runs a set, not 6,
+                                              # for changes smaller than six runs can tell
 
 Deterministic: the same binary prints the same figures on every machine.
 """
@@ -79,8 +81,19 @@ def main():
     if {"-h", "--help"} & set(sys.argv[1:]):
         print(__doc__, end="")
         sys.exit(0)
-    mirror = "--mirror" in sys.argv[1:]
-    extra = [a for a in sys.argv[1:] if a != "--mirror"]
+    args = sys.argv[1:]
+    mirror = "--mirror" in args
+    if "--every" in args:
+        i = args.index("--every")
+        try:
+            step = int(args[i + 1])
+        except (IndexError, ValueError):
+            sys.exit("radio-sim.py: --every needs a whole number of seconds")
+        if not 1 <= step <= 137:
+            sys.exit("radio-sim.py: --every takes 1 to 137 seconds (offsets stay within the shortest trace, 140 s)")
+        OFFSETS[:] = range(0, 137, step)
+        del args[i:i + 2]
+    extra = [a for a in args if a != "--mirror"]
     if not os.access(BRAID, os.X_OK):
         sys.exit(f"radio-sim.py: no {BRAID}; run cargo build --release -p braid first")
     with tempfile.TemporaryDirectory(prefix="braid-radio-") as tmp:
