@@ -45,9 +45,9 @@
 //! receiver which numbers it dropped unsent and which its paths lost and it
 //! will not send again. A Withdraw frame names numbers the sender will not
 //! send again either, but sent on a path that went silent: they may still
-//! arrive, so the receiver does not skip them at once. Timestamps are microseconds of the sender's (or, for
-//! `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
-//! differences are used.
+//! arrive, so the receiver does not skip them at once. Timestamps are
+//! microseconds of the sender's (or, for `recv_ts_us`, the receiver's)
+//! clock, truncated to 32 bits; only their differences are used.
 
 pub const VERSION: u8 = 3;
 
@@ -55,10 +55,14 @@ pub const VERSION: u8 = 3;
 /// least this many numbers back, or there is none.
 pub const GAP_SATURATED: u16 = u16::MAX;
 
+/// Feedback frame types of the sender's notices to the receiver.
+const SKIP_FRAME: u8 = 3;
+const WITHDRAW_FRAME: u8 = 4;
+
 /// Whether a feedback frame of this type flows from sender to receiver
 /// (Skip and Withdraw frames), not the other way.
 pub(crate) const fn is_skip_frame(kind: u8) -> bool {
-    matches!(kind, 3 | 4)
+    matches!(kind, SKIP_FRAME | WITHDRAW_FRAME)
 }
 
 /// Set in a data packet's type nibble: the sender re-sends lost datagrams.
@@ -408,10 +412,10 @@ fn parse_frame(r: &mut Reader<'_>) -> Result<Frame, WireError> {
                 entries,
             }))
         }
-        kind @ (3 | 4) => Ok(Frame::Skip(SkipFrame {
+        kind @ (SKIP_FRAME | WITHDRAW_FRAME) => Ok(Frame::Skip(SkipFrame {
             from: r.u64()?,
             count: r.u32()?,
-            in_flight: kind == 4,
+            in_flight: kind == WITHDRAW_FRAME,
         })),
         t => Err(WireError::FrameType(t)),
     }
@@ -466,7 +470,11 @@ impl Frame {
                 }
             }
             Frame::Skip(k) => {
-                w.put(&[if k.in_flight { 4 } else { 3 }]);
+                w.put(&[if k.in_flight {
+                    WITHDRAW_FRAME
+                } else {
+                    SKIP_FRAME
+                }]);
                 w.put(&k.from.to_be_bytes());
                 w.put(&k.count.to_be_bytes());
             }
