@@ -248,6 +248,28 @@ fn a_withdrawn_number_a_path_gap_pins_down_is_skipped_at_once() {
 }
 
 #[test]
+fn a_withdrawal_beyond_the_window_or_behind_delivery_arms_nothing() {
+    let mut r = hole_at_1(at(1));
+    let window = ReseqConfig::default().window;
+    // 1 is next: up to the window's last number, 1 + window - 1, is
+    // taken; one more is counted.
+    r.withdraw(at(2), 3, u32::try_from(window - 2).unwrap());
+    assert_eq!(r.counters.out_of_window, 0);
+    r.withdraw(at(2), 3, u32::try_from(window - 1).unwrap());
+    assert_eq!(r.counters.out_of_window, 1);
+    assert_eq!(
+        r.withdrawn.iter().collect::<Vec<_>>(),
+        vec![(3, window + 1)]
+    );
+    // Numbers already delivered: nothing to wait for, no deadline.
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.withdraw(at(1), 0, 1);
+    assert_eq!(r.poll_timeout(), None);
+    assert!(r.withdrawn_until.is_empty());
+}
+
+#[test]
 fn withdrawals_are_capped_at_their_limit_exactly() {
     let mut r = hole_at_1(at(1));
     // Disjoint single numbers 3, 5, 7, ...: one range each.
