@@ -270,6 +270,27 @@ fn a_withdrawal_beyond_the_window_or_behind_delivery_arms_nothing() {
 }
 
 #[test]
+fn a_withdrawal_that_gives_up_the_head_rearms_the_timer_for_the_next_hole() {
+    let mut r = Resequencer::new(ReseqConfig::default());
+    r.set_timeout(ms(10));
+    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
+    r.push(at(0), 2, vec![2], None, FlowLink::Unknown);
+    // 5's path lost 1 (re-sends on): 1 is awaited, 3 and 4 are holes.
+    let gap = PathGap {
+        after: None,
+        lost: 1,
+        last_lost: Some(1),
+        resent: true,
+    };
+    r.push(at(1), 5, vec![5], Some(gap), FlowLink::Unknown);
+    assert_eq!(r.poll_timeout(), Some(at(1) + RESEND_WAIT));
+    // The sender withdraws 1: lost now, and hole 3 gets its own timeout.
+    r.withdraw(at(20), 1, 1);
+    assert_eq!(gseqs(&drain(&mut r)), vec![0, 2]);
+    assert_eq!(r.poll_timeout(), Some(at(30)));
+}
+
+#[test]
 fn withdrawals_are_capped_at_their_limit_exactly() {
     let mut r = hole_at_1(at(1));
     // Disjoint single numbers 3, 5, 7, ...: one range each.
