@@ -134,4 +134,26 @@ mod tests {
         s.pop_last();
         assert_eq!(ranges(&s), vec![(30, 40)]);
     }
+
+    #[test]
+    fn first_within_clips_to_the_span_asked() {
+        let mut s = RangeSet::default();
+        s.insert(10, 20);
+        s.insert(30, 40);
+        // Starting inside a range, before one, between, and past all.
+        assert_eq!(s.first_within(15, 35), Some((15, 20)));
+        assert_eq!(s.first_within(0, 12), Some((10, 12)));
+        assert_eq!(s.first_within(20, 100), Some((30, 40)));
+        assert_eq!(s.first_within(20, 30), None);
+        assert_eq!(s.first_within(40, 100), None);
+        assert_eq!(s.first_within(35, 35), None);
+        // Walking a span visits each part once.
+        let mut parts = Vec::new();
+        let mut at = 0;
+        while let Some((a, b)) = s.first_within(at, 35) {
+            parts.push((a, b));
+            at = b;
+        }
+        assert_eq!(parts, vec![(10, 20), (30, 35)]);
+    }
 }
