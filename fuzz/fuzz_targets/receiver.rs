@@ -86,7 +86,6 @@ fuzz_target!(|data: &[u8]| {
                         Frame::Skip(SkipFrame {
                             from: base.wrapping_add(u64::from(input.u32())),
                             count: input.u32(),
-                            in_flight: input.u8() & 1 != 0,
                         })
                     })
                     .collect();

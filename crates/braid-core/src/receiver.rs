@@ -192,7 +192,6 @@ impl Receiver {
             Ok(Packet::Feedback { frames, .. }) => {
                 for frame in frames {
                     match frame {
-                        Frame::Skip(k) if k.in_flight => self.reseq.withdraw(now, k.from, k.count),
                         Frame::Skip(k) => self.reseq.skip(now, k.from, k.count),
                         // Acks and reports flow the other way.
                         Frame::Ack(_) | Frame::LossReport(_) => self.malformed += 1,
@@ -507,37 +506,8 @@ mod tests {
     }
 
     fn skip_notice(from: u64, count: u32) -> Vec<u8> {
-        notice(from, count, false)
-    }
-
-    fn notice(from: u64, count: u32, in_flight: bool) -> Vec<u8> {
-        let frame = Frame::Skip(wire::SkipFrame {
-            from,
-            count,
-            in_flight,
-        });
+        let frame = Frame::Skip(wire::SkipFrame { from, count });
         wire::feedback_packet(0, &[frame]).unwrap()
-    }
-
-    /// A Skip frame gives a hole up at once; a Withdraw frame leaves it
-    /// open for what its path may still deliver.
-    #[test]
-    fn a_withdraw_frame_leaves_the_hole_open_and_a_skip_frame_does_not() {
-        for withdrawn in [false, true] {
-            let mut rx = Receiver::new(ReceiverConfig::new(1));
-            let t = Instant::from_nanos(1_000_000);
-            rx.handle_datagram(t, 0, &data(0, 0)).unwrap();
-            rx.handle_datagram(t, 0, &data(2, 1)).unwrap();
-            rx.handle_datagram(t, 0, &notice(1, 1, withdrawn)).unwrap();
-            let now = delivered(&mut rx);
-            rx.handle_datagram(t, 0, &data(1, 2)).unwrap();
-            let after = delivered(&mut rx);
-            if withdrawn {
-                assert_eq!((now, after), (vec![0], vec![1, 2]));
-            } else {
-                assert_eq!((now, after), (vec![0, 2], vec![1]));
-            }
-        }
     }
 
     #[test]

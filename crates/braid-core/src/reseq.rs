@@ -33,16 +33,6 @@
 //! An inner TCP that sees a hole filled a round trip late keeps its
 //! window; one that sees it skipped takes it as congestion.
 //!
-//! A number the sender withdraws (it sent it on a path that then went
-//! silent, and will not send it again) may still arrive: a radio link
-//! holds what it carries through a fade, and skipping what then comes
-//! tells an inner TCP of a loss that never happened. It waits like any
-//! hole, but at most [`RESEND_WAIT`] from when the hole opened (measured
-//! from the oldest packet held): a hole held much longer meets an inner
-//! TCP's retransmission timer (at least 200 ms in Linux), and then a skip
-//! costs less. A path gap that pins it down, before or after, makes it
-//! lost at once: the sender has nothing to send for it.
-//!
 //! An express packet (see [`crate::wire`]) was sent ahead of lower numbers
 //! the sender still held: it is delivered at once, in order for its flow
 //! (the sender waits until its flow's previous packet should have
@@ -269,12 +259,6 @@ pub struct Resequencer {
     /// Numbers at or above `next` a path gap pinned down while the sender
     /// re-sends losses: awaited for up to `RESEND_WAIT`, not skipped.
     awaiting_resend: RangeSet,
-    /// Numbers at or above `next` the sender withdrew: it will not send
-    /// them again, but they may still be on a path that went silent.
-    withdrawn: RangeSet,
-    /// When each withdrawal's numbers are given up, in withdrawal order:
-    /// (deadline, start, end).
-    withdrawn_until: VecDeque<(Instant, u64, u64)>,
     /// Ranges below `next` skipped without delivery: start -> (end, when).
     skipped: SortedDeque<u64, (u64, Instant)>,
     /// How long holes take to fill: the time from the first packet held
@@ -330,8 +314,6 @@ impl Resequencer {
             held_bytes: 0,
             known_lost: RangeSet::default(),
             awaiting_resend: RangeSet::default(),
-            withdrawn: RangeSet::default(),
-            withdrawn_until: VecDeque::new(),
             skipped: SortedDeque::default(),
             fill_max: WindowedMax::new(FILL_WINDOW_MS),
             now: Instant::ZERO,
@@ -472,52 +454,6 @@ impl Resequencer {
         }
     }
 
-    /// The sender will not send `from .. from + count` again, but it sent
-    /// them on a path that went silent: they may still arrive (a radio
-    /// link holds what it carries through a fade). Those a path gap has
-    /// pinned down are lost now; the others wait like any hole, and a gap
-    /// that pins one down later skips it at once instead of awaiting a
-    /// re-send.
-    pub fn withdraw(&mut self, now: Instant, from: u64, count: u32) {
-        self.now = now;
-        let end = from.saturating_add(u64::from(count));
-        if end > self.window_end() {
-            self.counters.out_of_window += 1;
-        }
-        let (lo, hi) = (from.max(self.next), end.min(self.window_end()));
-        let mut at = lo;
-        while let Some((a, b)) = self.awaiting_resend.first_within(at, hi) {
-            self.mark_lost(a, b);
-            at = b;
-        }
-        if lo < hi {
-            self.withdrawn.insert(lo, hi);
-            if self.withdrawn.len() > MAX_AWAITED_RANGES {
-                self.withdrawn.pop_last();
-            }
-            if self.withdrawn_until.len() >= MAX_AWAITED_RANGES {
-                if let Some((_, a, b)) = self.withdrawn_until.pop_front() {
-                    self.mark_lost(a, b);
-                }
-            }
-            let opened = self.oldest_held().map_or(now, |a| a.0);
-            let wait = RESEND_WAIT.min(self.config.max_hold);
-            self.withdrawn_until.push_back((opened + wait, lo, hi));
-        }
-        self.give_up_withdrawn(now);
-        if self.config.mode == ReseqMode::Ordered {
-            self.update_timer(now);
-        }
-    }
-
-    fn give_up_withdrawn(&mut self, now: Instant) {
-        while let Some(&(_, lo, hi)) = self.withdrawn_until.front().filter(|w| w.0 <= now) {
-            self.withdrawn_until.pop_front();
-            self.mark_lost(lo, hi);
-        }
-        self.release_in_order(now);
-    }
-
     /// Records `lo..hi` as lost, clipped to the window.
     fn mark_lost(&mut self, lo: u64, hi: u64) {
         let (lo, hi) = (lo.max(self.next), hi.min(self.window_end()));
@@ -570,12 +506,6 @@ impl Resequencer {
         let (lo, hi) = (lo.max(self.next), hi.min(self.window_end()));
         if lo >= hi {
             return;
-        }
-        // What the sender withdrew will not come again.
-        let mut at = lo;
-        while let Some((a, b)) = self.withdrawn.first_within(at, hi) {
-            self.mark_lost(a, b);
-            at = b;
         }
         // Numbers delivered since are no longer awaited.
         self.awaiting_resend.remove_below(self.next);
@@ -824,7 +754,6 @@ impl Resequencer {
         self.next = self.next.max(to);
         self.known_lost.remove_below(self.next);
         self.awaiting_resend.remove_below(self.next);
-        self.withdrawn.remove_below(self.next);
         self.trim_skipped();
         self.release_passed(now);
     }
@@ -953,16 +882,14 @@ impl Resequencer {
             .arrivals
             .front()
             .map(|(arrived, _)| *arrived + self.config.max_hold);
-        let withdrawn = self.withdrawn_until.front().map(|w| w.0);
-        [self.timer, hold_deadline, withdrawn]
-            .into_iter()
-            .flatten()
-            .min()
+        match (self.timer, hold_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
-        self.give_up_withdrawn(now);
         if self.timer.is_some_and(|t| t <= now) {
             self.timer = None;
             self.expiries += 1;

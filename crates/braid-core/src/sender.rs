@@ -139,9 +139,7 @@ pub struct SenderCounters {
     /// ...and their payload bytes.
     pub reinjected_bytes: u64,
     /// Datagrams put back for reinjection that had waited past the queue
-    /// delay limit since they were offered: dropped, not sent again. The
-    /// receiver is told they are withdrawn, not lost: they may still
-    /// arrive on the path that went silent (a radio link in a fade).
+    /// delay limit since they were offered: dropped, not sent again.
     pub reinject_stale: u64,
     /// Datagrams sent while the reinjection store was full, so not kept.
     pub reinject_not_kept: u64,
@@ -888,10 +886,9 @@ impl Sender {
         let kept = self.in_flight.take_path(path);
         let kept = self.without_hedged(kept);
         if self.live_paths().iter().all(|i| i == path) {
-            // Lost with the path, or held up with every other; the
-            // receiver is told once one is back.
+            // Lost with the path; the receiver is told once one is back.
             for k in kept {
-                self.note_skip(k.gseq, true);
+                self.note_skip(k.gseq);
             }
             return;
         }
@@ -993,26 +990,17 @@ impl Sender {
     /// its number.
     fn discard(&mut self, index: usize) {
         let q = self.remove(index);
-        self.note_skip(q.gseq, q.again == Some(Again::PathDied));
+        self.note_skip(q.gseq);
         self.recycle(q.payload);
     }
 
-    /// The receiver is to stop waiting for `gseq`, in the next notice:
-    /// `in_flight` when it was sent on a path that went silent and may
-    /// still arrive (a withdrawal), otherwise it is skipped at once.
-    fn note_skip(&mut self, gseq: u64, in_flight: bool) {
+    /// The receiver is to skip `gseq`, in the next notice.
+    fn note_skip(&mut self, gseq: u64) {
         match self.pending_skips.last_mut() {
-            Some(k)
-                if k.from + u64::from(k.count) == gseq
-                    && k.count < u32::MAX
-                    && k.in_flight == in_flight =>
-            {
-                k.count += 1
-            }
+            Some(k) if k.from + u64::from(k.count) == gseq && k.count < u32::MAX => k.count += 1,
             _ => self.pending_skips.push(SkipFrame {
                 from: gseq,
                 count: 1,
-                in_flight,
             }),
         }
     }
@@ -1602,7 +1590,7 @@ impl Sender {
             // (the next packet's `prev_gap`); the rest would wait out its
             // hole timeout, which a start-up's jittery delays make long.
             for k in lost {
-                self.note_skip(k.gseq, false);
+                self.note_skip(k.gseq);
             }
         }
         self.drain(now);
@@ -1882,7 +1870,6 @@ mod tests {
         let range = SkipFrame {
             from: sent as u64,
             count: (numbered - sent as u64) as u32,
-            in_flight: false,
         };
         assert_eq!(transmits(&mut s), (0, vec![range]));
         assert_eq!(s.next_gseq, numbered);
@@ -2142,9 +2129,7 @@ mod tests {
         assert_eq!(data, 0);
         assert_eq!(s.counters.reinject_stale, 4);
         assert_eq!((s.counters.reinjected, s.counters.dropped_stale), (0, 0));
-        // The receiver is told they will not come again, but may still
-        // arrive: withdrawn, not lost.
-        assert!(skips.iter().all(|k| k.in_flight));
+        // The receiver is told to stop waiting for them.
         let skipped: Vec<u64> = skips
             .iter()
             .flat_map(|k| k.from..k.from + u64::from(k.count))
@@ -2217,14 +2202,7 @@ mod tests {
         let mut s = a_loses_its_first(true, ms(300));
         let (data, skips) = transmits(&mut s);
         assert_eq!(data, 0);
-        assert_eq!(
-            skips,
-            vec![SkipFrame {
-                from: 0,
-                count: 1,
-                in_flight: false,
-            }]
-        );
+        assert_eq!(skips, vec![SkipFrame { from: 0, count: 1 }]);
         assert_eq!((s.counters.resent, s.counters.resend_stale), (0, 1));
         assert_eq!(s.counters.dropped_stale, 0);
     }
@@ -2347,15 +2325,8 @@ mod tests {
         // sends) each count once.
         assert!(s.handle_datagram(t0, &data).is_err());
         assert!(s.handle_datagram(t0, &[0xff, 1, 2]).is_err());
-        let skip = wire::feedback_packet(
-            0,
-            &[Frame::Skip(SkipFrame {
-                from: 0,
-                count: 1,
-                in_flight: false,
-            })],
-        )
-        .unwrap();
+        let skip =
+            wire::feedback_packet(0, &[Frame::Skip(SkipFrame { from: 0, count: 1 })]).unwrap();
         s.handle_datagram(t0, &skip).unwrap();
         assert_eq!(s.counters.malformed_feedback, 3);
     }
@@ -2368,17 +2339,7 @@ mod tests {
         run_until(&mut s, t0 + ms(50));
         let (data, skips) = transmits(&mut s);
         assert_eq!(data, 0);
-        assert_eq!(
-            skips,
-            vec![
-                SkipFrame {
-                    from: 0,
-                    count: 1,
-                    in_flight: false,
-                };
-                2
-            ]
-        );
+        assert_eq!(skips, vec![SkipFrame { from: 0, count: 1 }; 2]);
         assert_eq!((s.counters.resent, s.counters.resend_stale), (0, 0));
         assert_eq!(s.kept_in_flight_bytes(), 4000);
         // Every path taken out of use: what b had in flight is lost too.

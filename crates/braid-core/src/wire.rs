@@ -12,7 +12,6 @@
 //!   Ack frame:        0x01 path(1) largest_pseq(4) ack_delay_us(4) recv_ts_us(4) bitmap(8)
 //!   LossReport frame: 0x02 report_seq(4) count(1) { path(1) received(4) lost(4) } * count
 //!   Skip frame:       0x03 from_gseq(8) count(4)
-//!   Withdraw frame:   0x04 from_gseq(8) count(4)
 //! ```
 //!
 //! `gseq` is the global sequence number, `pseq` the per-path one; both
@@ -43,27 +42,15 @@
 //! Acks and loss reports flow from receiver to sender; Skip frames flow the
 //! other way: the sender numbers datagrams as they are queued, and tells the
 //! receiver which numbers it dropped unsent and which its paths lost and it
-//! will not send again. A Withdraw frame names numbers the sender will not
-//! send again either, but sent on a path that went silent: they may still
-//! arrive, so the receiver does not skip them at once. Timestamps are
-//! microseconds of the sender's (or, for `recv_ts_us`, the receiver's)
-//! clock, truncated to 32 bits; only their differences are used.
+//! will not send again. Timestamps are microseconds of the sender's (or, for
+//! `recv_ts_us`, the receiver's) clock, truncated to 32 bits; only their
+//! differences are used.
 
 pub const VERSION: u8 = 3;
 
 /// A `prev_gap` or `flow_gap` of this value: the previous packet is at
 /// least this many numbers back, or there is none.
 pub const GAP_SATURATED: u16 = u16::MAX;
-
-/// Feedback frame types of the sender's notices to the receiver.
-const SKIP_FRAME: u8 = 3;
-const WITHDRAW_FRAME: u8 = 4;
-
-/// Whether a feedback frame of this type flows from sender to receiver
-/// (Skip and Withdraw frames), not the other way.
-pub(crate) const fn is_skip_frame(kind: u8) -> bool {
-    matches!(kind, SKIP_FRAME | WITHDRAW_FRAME)
-}
 
 /// Set in a data packet's type nibble: the sender re-sends lost datagrams.
 pub const RESENDS_FLAG: u8 = 0x8;
@@ -202,14 +189,11 @@ pub struct LossReport {
     pub entries: Vec<LossEntry>,
 }
 
-/// The sender will not send global numbers `from .. from + count` (again).
+/// Global numbers `from .. from + count` were dropped by the sender unsent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SkipFrame {
     pub from: u64,
     pub count: u32,
-    /// Sent on a path that went silent, so possibly still on their way (a
-    /// Withdraw frame); otherwise dropped unsent or known lost.
-    pub in_flight: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -412,10 +396,9 @@ fn parse_frame(r: &mut Reader<'_>) -> Result<Frame, WireError> {
                 entries,
             }))
         }
-        kind @ (SKIP_FRAME | WITHDRAW_FRAME) => Ok(Frame::Skip(SkipFrame {
+        3 => Ok(Frame::Skip(SkipFrame {
             from: r.u64()?,
             count: r.u32()?,
-            in_flight: kind == WITHDRAW_FRAME,
         })),
         t => Err(WireError::FrameType(t)),
     }
@@ -470,11 +453,7 @@ impl Frame {
                 }
             }
             Frame::Skip(k) => {
-                w.put(&[if k.in_flight {
-                    WITHDRAW_FRAME
-                } else {
-                    SKIP_FRAME
-                }]);
+                w.put(&[3]);
                 w.put(&k.from.to_be_bytes());
                 w.put(&k.count.to_be_bytes());
             }
@@ -675,12 +654,6 @@ mod tests {
             Frame::Skip(SkipFrame {
                 from: 1 << 40,
                 count: 3,
-                in_flight: false,
-            }),
-            Frame::Skip(SkipFrame {
-                from: 7,
-                count: u32::MAX,
-                in_flight: true,
             }),
         ];
         let mut buf = [0u8; 128];
@@ -717,11 +690,7 @@ mod tests {
         assert_eq!(Packet::parse(&[0x32, 0, 9]), Err(WireError::FrameType(9)));
         // A good frame before a bad one does not make the packet good:
         // frames are read only from a packet checked whole.
-        let skip = Frame::Skip(SkipFrame {
-            from: 5,
-            count: 1,
-            in_flight: false,
-        });
+        let skip = Frame::Skip(SkipFrame { from: 5, count: 1 });
         let mut bytes = feedback_packet(0, std::slice::from_ref(&skip)).unwrap();
         bytes.push(9);
         assert_eq!(Packet::parse(&bytes), Err(WireError::FrameType(9)));

@@ -66,20 +66,6 @@ impl RangeSet {
                 .is_some_and(|(_, &e)| e > lo)
     }
 
-    /// The lowest run of the set's numbers within `lo..hi`, clipped to it.
-    pub fn first_within(&self, lo: u64, hi: u64) -> Option<(u64, u64)> {
-        if lo >= hi {
-            return None;
-        }
-        if let Some((_, &e)) = self.ranges.at_or_before(&lo).filter(|&(_, &e)| e > lo) {
-            return Some((lo, e.min(hi)));
-        }
-        self.ranges
-            .at_or_after(&lo)
-            .filter(|&(s, _)| s < hi)
-            .map(|(s, &e)| (s, e.min(hi)))
-    }
-
     /// The ranges, lowest first, as `(start, end)` with `end` exclusive.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, u64)> + '_ {
         self.ranges.iter().map(|(s, &e)| (s, e))
@@ -133,27 +119,5 @@ mod tests {
         s.insert(50, 60);
         s.pop_last();
         assert_eq!(ranges(&s), vec![(30, 40)]);
-    }
-
-    #[test]
-    fn first_within_clips_to_the_span_asked() {
-        let mut s = RangeSet::default();
-        s.insert(10, 20);
-        s.insert(30, 40);
-        // Starting inside a range, before one, between, and past all.
-        assert_eq!(s.first_within(15, 35), Some((15, 20)));
-        assert_eq!(s.first_within(0, 12), Some((10, 12)));
-        assert_eq!(s.first_within(20, 100), Some((30, 40)));
-        assert_eq!(s.first_within(20, 30), None);
-        assert_eq!(s.first_within(40, 100), None);
-        assert_eq!(s.first_within(35, 35), None);
-        // Walking a span visits each part once.
-        let mut parts = Vec::new();
-        let mut at = 0;
-        while let Some((a, b)) = s.first_within(at, 35) {
-            parts.push((a, b));
-            at = b;
-        }
-        assert_eq!(parts, vec![(10, 20), (30, 35)]);
     }
 }

@@ -184,126 +184,6 @@ fn an_awaited_number_behind_the_head_leaves_the_heads_timer_alone() {
     assert_eq!(gseqs(&drain(&mut r)), vec![3, 4]);
 }
 
-/// 0 delivered, 2 held from `held_at`: the hole at 1 is open.
-fn hole_at_1(held_at: Instant) -> Resequencer {
-    let mut r = Resequencer::new(ReseqConfig::default());
-    // A hole timeout longer than the withdrawal's wait, so that only the
-    // withdrawal gives the hole up.
-    r.set_timeout(ms(400));
-    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
-    r.push(held_at, 2, vec![2], None, FlowLink::Unknown);
-    assert_eq!(gseqs(&drain(&mut r)), vec![0]);
-    r
-}
-
-#[test]
-fn a_withdrawn_number_that_still_arrives_is_delivered_in_order() {
-    let mut r = hole_at_1(at(10));
-    // The sender will not send 1 again: its path went silent with it.
-    r.withdraw(at(50), 1, 1);
-    assert!(drain(&mut r).is_empty());
-    // The path comes back, and 1 with it.
-    r.push(at(150), 1, vec![1], None, FlowLink::Unknown);
-    let d = drain(&mut r);
-    assert_eq!(gseqs(&d), vec![1, 2]);
-    assert!(d.iter().all(|d| d.in_order));
-    assert_eq!((r.counters.skipped, r.counters.delivered_late), (0, 0));
-}
-
-#[test]
-fn a_withdrawn_number_is_given_up_a_resend_wait_after_its_hole_opened() {
-    let mut r = hole_at_1(at(10));
-    r.withdraw(at(50), 1, 1);
-    let deadline = at(10) + RESEND_WAIT;
-    assert_eq!(r.poll_timeout(), Some(deadline));
-    r.handle_timeout(deadline.saturating_sub(ms(1)));
-    assert!(drain(&mut r).is_empty());
-    r.handle_timeout(deadline);
-    assert_eq!(gseqs(&drain(&mut r)), vec![2]);
-    assert_eq!((r.counters.skipped, r.counters.timeouts), (1, 0));
-    // One that comes after all is delivered late, once.
-    r.push(at(300), 1, vec![1], None, FlowLink::Unknown);
-    assert_eq!(gseqs(&drain(&mut r)), vec![1]);
-    assert_eq!(r.counters.delivered_late, 1);
-    // A withdrawal of a hole already that old gives it up at once.
-    let mut r = hole_at_1(at(10));
-    r.withdraw(deadline, 1, 1);
-    assert_eq!(gseqs(&drain(&mut r)), vec![2]);
-}
-
-#[test]
-fn a_withdrawn_number_a_path_gap_pins_down_is_skipped_at_once() {
-    // Pinned down first: awaited for a re-send that will not come.
-    let mut r = hole_at_1(at(1));
-    gap_naming_1_resent(&mut r, at(2));
-    assert!(drain(&mut r).is_empty());
-    r.withdraw(at(20), 1, 1);
-    assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
-    // Withdrawn first: the gap does not make it wait for a re-send.
-    let mut r = hole_at_1(at(1));
-    r.withdraw(at(20), 1, 1);
-    gap_naming_1_resent(&mut r, at(30));
-    assert_eq!(gseqs(&drain(&mut r)), vec![2, 3]);
-    assert_eq!(r.counters.skipped, 1);
-}
-
-#[test]
-fn a_withdrawal_beyond_the_window_or_behind_delivery_arms_nothing() {
-    let mut r = hole_at_1(at(1));
-    let window = ReseqConfig::default().window;
-    // 1 is next: up to the window's last number, 1 + window - 1, is
-    // taken; one more is counted.
-    r.withdraw(at(2), 3, u32::try_from(window - 2).unwrap());
-    assert_eq!(r.counters.out_of_window, 0);
-    r.withdraw(at(2), 3, u32::try_from(window - 1).unwrap());
-    assert_eq!(r.counters.out_of_window, 1);
-    assert_eq!(
-        r.withdrawn.iter().collect::<Vec<_>>(),
-        vec![(3, window + 1)]
-    );
-    // Numbers already delivered: nothing to wait for, no deadline.
-    let mut r = Resequencer::new(ReseqConfig::default());
-    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
-    r.withdraw(at(1), 0, 1);
-    assert_eq!(r.poll_timeout(), None);
-    assert!(r.withdrawn_until.is_empty());
-}
-
-#[test]
-fn a_withdrawal_that_gives_up_the_head_rearms_the_timer_for_the_next_hole() {
-    let mut r = Resequencer::new(ReseqConfig::default());
-    r.set_timeout(ms(10));
-    r.push(at(0), 0, vec![0], None, FlowLink::Unknown);
-    r.push(at(0), 2, vec![2], None, FlowLink::Unknown);
-    // 5's path lost 1 (re-sends on): 1 is awaited, 3 and 4 are holes.
-    let gap = PathGap {
-        after: None,
-        lost: 1,
-        last_lost: Some(1),
-        resent: true,
-    };
-    r.push(at(1), 5, vec![5], Some(gap), FlowLink::Unknown);
-    assert_eq!(r.poll_timeout(), Some(at(1) + RESEND_WAIT));
-    // The sender withdraws 1: lost now, and hole 3 gets its own timeout.
-    r.withdraw(at(20), 1, 1);
-    assert_eq!(gseqs(&drain(&mut r)), vec![0, 2]);
-    assert_eq!(r.poll_timeout(), Some(at(30)));
-}
-
-#[test]
-fn withdrawals_are_capped_at_their_limit_exactly() {
-    let mut r = hole_at_1(at(1));
-    // Disjoint single numbers 3, 5, 7, ...: one range each.
-    let withdrawn = |n: usize| 3 + 2 * n as u64;
-    for n in 0..=MAX_AWAITED_RANGES {
-        r.withdraw(at(2), withdrawn(n), 1);
-    }
-    assert_eq!(r.withdrawn.len(), MAX_AWAITED_RANGES);
-    assert_eq!(r.withdrawn_until.len(), MAX_AWAITED_RANGES);
-    // The oldest withdrawal past the cap is given up: known lost.
-    assert_eq!(r.known_lost.end_of_range_holding(3), Some(4));
-}
-
 #[test]
 fn awaited_ranges_are_capped_at_their_limit_exactly() {
     let mut r = Resequencer::new(ReseqConfig::default());
@@ -1124,12 +1004,12 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// Arbitrary numbers with arbitrary links, copies, skip notices,
-    /// withdrawals and time: nothing is delivered twice, the bounds hold, and every
+    /// Arbitrary numbers with arbitrary links, copies, skip notices and
+    /// time: nothing is delivered twice, the bounds hold, and every
     /// waiter has its packet.
     #[test]
     fn hostile_links_never_duplicate_or_leak(
-        ops in proptest::collection::vec((0u64..200, 0u16..300, 0u8..9, 0u64..20), 1..400),
+        ops in proptest::collection::vec((0u64..200, 0u16..300, 0u8..8, 0u64..20), 1..400),
     ) {
         let config = ReseqConfig { max_packets: 32, max_bytes: 64, ..ReseqConfig::default() };
         let mut r = Resequencer::new(config);
@@ -1157,7 +1037,6 @@ proptest! {
                 1 => r.handle_timeout(at(now)),
                 6 => r.push_marked(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap), SentAs::Behind),
                 7 => r.push_marked(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap), SentAs::Express),
-                8 => r.withdraw(at(now), g, u32::from(gap % 8)),
                 _ => r.push(at(now), g, vec![0; usize::from(gap % 4)], None, FlowLink::from_wire(g, gap)),
             }
             check(&mut r)?;

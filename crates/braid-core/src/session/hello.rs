@@ -29,7 +29,7 @@ use super::Event;
 /// frames inside transport messages, the data messages, the bonding data
 /// header and the reliable stream's packets. Raised whenever any of them
 /// changes.
-pub const PROTOCOL_VERSION: u8 = 4;
+pub const PROTOCOL_VERSION: u8 = 3;
 
 /// The bits of a session's random instance number the handshake carries.
 pub(crate) const INSTANCE_MASK: u64 = (1 << 56) - 1;

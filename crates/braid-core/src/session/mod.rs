@@ -1551,7 +1551,7 @@ impl Session {
             send_resent: c.resent,
             send_resent_bytes: c.resent_bytes,
             send_resend_stale: c.resend_stale,
-            send_withdrawn: c.reinject_stale,
+            send_reinject_stale: c.reinject_stale,
             send_overdue_copies: c.hedge_sent,
             send_express: c.sent_express,
             send_codel_dropped: c.dropped_codel,

@@ -246,9 +246,9 @@ pub struct SessionStats {
     /// queue delay limit (the receiver is told to skip them).
     pub send_resend_stale: u64,
     /// Inner packets a path had in flight when it went silent, too old to
-    /// send again: the receiver is told they are withdrawn (they may still
-    /// arrive), not lost.
-    pub send_withdrawn: u64,
+    /// send again: the receiver is told to skip them, though a path in a
+    /// fade may still deliver them (then late, out of order).
+    pub send_reinject_stale: u64,
     /// Inner packets still in flight on a minor path that the receiver
     /// waited for, copied onto a quicker path (see `Sender::hedge_overdue`).
     pub send_overdue_copies: u64,

@@ -77,7 +77,7 @@ pub fn session(s: &SessionStats) -> Value {
         "send_resent": s.send_resent,
         "send_resent_bytes": s.send_resent_bytes,
         "send_resend_stale": s.send_resend_stale,
-        "send_withdrawn": s.send_withdrawn,
+        "send_reinject_stale": s.send_reinject_stale,
         "send_overdue_copies": s.send_overdue_copies,
         "send_express": s.send_express,
         "send_codel_dropped": s.send_codel_dropped,

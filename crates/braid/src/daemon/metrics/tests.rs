@@ -59,7 +59,7 @@ fn session(paths: Vec<PathStats>) -> serde_json::Value {
         send_resent: 8,
         send_resent_bytes: 0,
         send_resend_stale: 2,
-        send_withdrawn: 0,
+        send_reinject_stale: 0,
         send_overdue_copies: 9,
         send_express: 0,
         send_codel_dropped: 4,
