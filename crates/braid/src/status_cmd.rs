@@ -187,7 +187,7 @@ fn session(out: &mut String, s: &Value) {
     let r = &s["reseq"];
     let _ = writeln!(
         out,
-        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped); send queue {} bytes, {} dropped ({} more by CoDel, {} ECN-marked instead), {} re-sent off a dead path, {} lost and re-sent ({} too late to re-send), {} overdue on a minor path and copied to a quicker one; drops {}",
+        "established {}, reseq: {} held ({} bytes), delay mean {:.1} ms max {:.1} ms, {} delivered ({} early for their flow, {} late, {} skipped, {} hole timeouts); send queue {} bytes, {} dropped ({} more by CoDel, {} ECN-marked instead), {} re-sent off a dead path ({} too late to re-send), {} lost and re-sent ({} too late to re-send), {} overdue on a minor path and copied to a quicker one; drops {}",
         s["established"],
         r["held_packets"],
         r["held_bytes"],
@@ -197,11 +197,13 @@ fn session(out: &mut String, s: &Value) {
         r["delivered_early"].as_u64().unwrap_or(0),
         r["delivered_late"].as_u64().unwrap_or(0),
         r["skipped"].as_u64().unwrap_or(0),
+        r["timeouts"].as_u64().unwrap_or(0),
         s["send_queue_bytes"],
         s["send_dropped"],
         s["send_codel_dropped"].as_u64().unwrap_or(0),
         s["send_codel_marked"].as_u64().unwrap_or(0),
         s["send_reinjected"].as_u64().unwrap_or(0),
+        s["send_reinject_stale"].as_u64().unwrap_or(0),
         s["send_resent"].as_u64().unwrap_or(0),
         s["send_resend_stale"].as_u64().unwrap_or(0),
         s["send_overdue_copies"].as_u64().unwrap_or(0),
@@ -298,6 +300,28 @@ mod tests {
         assert!(text.contains("\np1 "), "{text}");
         assert!(
             text.contains("\npeer van (10.77.0.3/32, fd77::3/128)\n  no session\n"),
+            "{text}"
+        );
+    }
+
+    /// The session line names what the resequencer gave up on and what
+    /// the sender could not send again, each apart.
+    #[test]
+    fn the_session_line_shows_hole_timeouts_and_stale_put_backs() {
+        let doc = serde_json::json!({
+            "role": "client",
+            "session": {"paths": [], "established": true,
+                        "reseq": {"delivered": 90, "skipped": 7, "timeouts": 3},
+                        "send_reinjected": 11, "send_reinject_stale": 5,
+                        "send_resent": 4, "send_resend_stale": 2},
+            "daemon": {},
+        });
+        let text = render(&doc).unwrap();
+        assert!(text.contains("7 skipped, 3 hole timeouts)"), "{text}");
+        assert!(
+            text.contains(
+                "11 re-sent off a dead path (5 too late to re-send), 4 lost and re-sent (2 too late to re-send)"
+            ),
             "{text}"
         );
     }

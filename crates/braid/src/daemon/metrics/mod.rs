@@ -158,6 +158,7 @@ struct SessionFamilies {
     reseq_delay_max: GaugeFamily,
     reseq_delay_mean: GaugeFamily,
     delivered: CounterFamily,
+    reseq_timeouts: CounterFamily,
     send_queue: GaugeFamily,
     send_dropped: CounterFamily,
     send_codel_dropped: CounterFamily,
@@ -165,6 +166,7 @@ struct SessionFamilies {
     send_reinjected: CounterFamily,
     send_resent: CounterFamily,
     send_resend_stale: CounterFamily,
+    send_reinject_stale: CounterFamily,
     send_overdue_copies: CounterFamily,
     drops: CounterFamily,
 }
@@ -252,6 +254,10 @@ impl SessionFamilies {
                 "braid_reseq_delivered_packets",
                 "Inner packets delivered in order",
             ),
+            reseq_timeouts: b.counter(
+                "braid_reseq_timeouts",
+                "Times the resequencer's hole timer ran out and it gave up on a hole",
+            ),
             send_queue: b.gauge(
                 "braid_send_queue_bytes",
                 "Inner packet bytes waiting to be sent",
@@ -279,6 +285,10 @@ impl SessionFamilies {
             send_resend_stale: b.counter(
                 "braid_send_resend_stale_packets",
                 "Lost inner packets not sent again: held past the queue delay limit",
+            ),
+            send_reinject_stale: b.counter(
+                "braid_send_reinject_stale_packets",
+                "Inner packets a path had in flight when it went silent, not sent again: held past the queue delay limit",
             ),
             send_overdue_copies: b.counter(
                 "braid_send_overdue_copies_packets",
@@ -335,6 +345,7 @@ impl SessionFamilies {
         set(&self.reseq_delay_max, base, ms(&r["delay_max_ms"]));
         set(&self.reseq_delay_mean, base, ms(&r["delay_mean_ms"]));
         add(&self.delivered, base, r["delivered"].as_u64());
+        add(&self.reseq_timeouts, base, r["timeouts"].as_u64());
         set(&self.send_queue, base, s["send_queue_bytes"].as_f64());
         add(&self.send_dropped, base, s["send_dropped"].as_u64());
         add(
@@ -353,6 +364,11 @@ impl SessionFamilies {
             &self.send_resend_stale,
             base,
             s["send_resend_stale"].as_u64(),
+        );
+        add(
+            &self.send_reinject_stale,
+            base,
+            s["send_reinject_stale"].as_u64(),
         );
         add(
             &self.send_overdue_copies,
