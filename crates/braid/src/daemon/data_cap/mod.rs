@@ -159,7 +159,9 @@ impl DataCaps {
         if paths.iter().all(|p| p.cap.is_none()) {
             return Ok(None);
         }
-        let saved = match usage_file::load(&file).map_err(|e| format!("usage file {e}"))? {
+        let saved = match usage_file::load(&file)
+            .map_err(|e| format!("usage file {e} (set usage_file in the config)"))?
+        {
             Loaded::Missing => BTreeMap::new(),
             Loaded::Usage(saved) => saved,
             Loaded::Corrupt { reason, moved_to } => {

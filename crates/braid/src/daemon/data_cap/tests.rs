@@ -203,7 +203,7 @@ fn no_caps_no_file_and_a_corrupt_file_counts_from_zero() {
     assert!(!file.exists());
 
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(&file, "{ not json").unwrap();
+    std::fs::write(&file, "{\"version\":1,\"paths\":{").unwrap();
     let capped = [PathSetup {
         name: "p0".into(),
         role: PathRole::Primary,

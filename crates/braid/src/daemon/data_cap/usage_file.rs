@@ -6,13 +6,20 @@
 //! ```
 //!
 //! Written atomically (a temporary file beside it, flushed, then renamed
-//! over it). A file that cannot be parsed is moved aside to
+//! over it). A usage file that cannot be parsed is moved aside to
 //! `<file>.corrupt` with a warning and usage starts from zero: the tunnel
 //! is the site's connectivity, and refusing to start over a damaged
 //! counter would take it down, while starting from zero costs at most one
 //! cap in one period; the old file stays for a person to read. A file that
 //! cannot be read or written at all (permissions, a missing disk) is an
 //! error at start: the caps would silently stop surviving restarts.
+//!
+//! Only braid's own file is ever moved aside or replaced: one that is
+//! empty or begins as this writer begins (`{"version"`). Anything else
+//! (a device, a directory, the config file itself, text that is not
+//! JSON) is an error at start, and left as it is: `usage_file` naming
+//! `/dev/null` once moved the device aside and put a plain file in its
+//! place.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write as _};
@@ -56,13 +63,36 @@ pub enum Loaded {
     },
 }
 
+/// How every file this writer writes begins.
+const OWN_PREFIX: &str = "{\"version\"";
+
 /// Reads the usage file at `path`.
 pub fn load(path: &Path) -> io::Result<Loaded> {
-    let text = match read_bounded(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Loaded::Missing),
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+    let annotate = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let foreign = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {what}; not replaced", path.display()),
+        )
     };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Loaded::Missing),
+        Err(e) => return Err(annotate(e)),
+        Ok(m) if !m.is_file() => return Err(foreign("not a regular file")),
+        Ok(_) => {}
+    }
+    let text = match read_bounded(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(foreign("not a braid usage file (not text, or over 1 MiB)")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Loaded::Missing),
+        Err(e) => return Err(annotate(e)),
+    };
+    let start = text.trim_start();
+    if !start.is_empty() && !start.starts_with(OWN_PREFIX) {
+        return Err(foreign(&format!(
+            "not a braid usage file (it does not begin with {OWN_PREFIX})"
+        )));
+    }
     let reason = match serde_json::from_str::<Document>(&text) {
         Ok(doc) if doc.version == VERSION => return Ok(Loaded::Usage(doc.paths)),
         Ok(doc) => format!("version {} (this daemon writes {VERSION})", doc.version),
@@ -76,17 +106,18 @@ pub fn load(path: &Path) -> io::Result<Loaded> {
     Ok(Loaded::Corrupt { reason, moved_to })
 }
 
-fn read_bounded(path: &Path) -> io::Result<String> {
+/// The file's text; `None` when it is not UTF-8 or larger than any usage
+/// file this writer writes.
+fn read_bounded(path: &Path) -> io::Result<Option<String>> {
     use std::io::Read as _;
     let mut text = String::new();
     let read = std::fs::File::open(path)?
         .take(MAX_FILE_BYTES + 1)
         .read_to_string(&mut text);
     match read {
-        Ok(n) if n as u64 > MAX_FILE_BYTES => Ok(String::new()),
-        Ok(_) => Ok(text),
-        // Not UTF-8: unparseable, like any other garbage.
-        Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok(String::new()),
+        Ok(n) if n as u64 > MAX_FILE_BYTES => Ok(None),
+        Ok(_) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -163,7 +194,7 @@ mod tests {
         let path = d.join("u.json");
         for garbage in [
             &b"{\"version\":1,\"paths\":{\"lte\":{\"period\":\"week\""[..],
-            b"\xff\xfe not utf-8",
+            b"",
             b"{\"version\":7,\"paths\":{}}",
             b"{\"version\":1,\"paths\":{\"lte\":{\"period\":\"day\",\"period_start\":-1,\"used_bytes\":0}}}",
         ] {
@@ -178,6 +209,35 @@ mod tests {
             }
             assert!(!path.exists());
         }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A file braid did not write is never moved aside or replaced,
+    /// whatever `usage_file` names: the daemon refuses to start instead.
+    #[test]
+    fn a_file_braid_did_not_write_is_refused_and_left_alone() {
+        let d = dir("foreign");
+        std::fs::create_dir_all(&d).unwrap();
+        let path = d.join("client.toml");
+        for foreign in [
+            &b"[tunnel]\nname = \"braid0\"\n"[..],
+            b"{ \"paths\": {} }",
+            b"\xff\xfe not utf-8",
+        ] {
+            std::fs::write(&path, foreign).unwrap();
+            let e = load(&path).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("client.toml"), "{text}");
+            assert!(text.contains("not replaced"), "{text}");
+            assert_eq!(std::fs::read(&path).unwrap(), foreign);
+            assert!(!d.join("client.toml.corrupt").exists());
+        }
+        // Not a regular file: a directory, a device.
+        let e = load(&d).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(d.is_dir());
+        let e = load(Path::new("/dev/null")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 
