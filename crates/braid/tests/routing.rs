@@ -151,7 +151,7 @@ impl Lab {
         }
     }
 
-    /// Stops the client: SIGTERM (a clean stop) or SIGKILL (a crash).
+    /// Stops the client: SIGTERM or SIGHUP (a clean stop) or SIGKILL (a crash).
     fn stop_client(&mut self, signal: i32) {
         let child = self.client.take().expect("a running client");
         stop(child, signal);
@@ -431,7 +431,8 @@ fn prefixes_route_only_what_they_list() {
     assert_eq!(lab.route_device("198.19.0.1"), "p1");
     assert_eq!(lab.ping(ONLY_SERVER_V4, 5), 5);
 
-    lab.stop_client(libc::SIGTERM);
+    // A hangup (the client's terminal closed) stops it as cleanly.
+    lab.stop_client(libc::SIGHUP);
     let (rules, routes) = lab.client_rules_and_table();
     assert!(!rules.contains("3182"), "rules left behind:\n{rules}");
     assert!(routes.trim().is_empty(), "routes left behind:\n{routes}");

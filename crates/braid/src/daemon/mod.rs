@@ -170,14 +170,19 @@ async fn bind_metrics(
     Ok(Some(listener))
 }
 
-/// Resolves on SIGINT or SIGTERM.
+/// Resolves on SIGINT, SIGTERM or SIGHUP. A hangup (the terminal a
+/// daemon runs in closes) stops it as the others do, with its routes,
+/// rules and control socket taken down: by default it killed the process
+/// and left them behind. braid has no configuration reload for it to mean.
 pub(crate) async fn shutdown_signal() -> std::io::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+        _ = hup.recv() => {}
     }
     Ok(())
 }
