@@ -48,7 +48,7 @@ fn a_malformed_config_fails_with_file_line_and_field() {
 fn a_missing_nat_uplink_is_named_at_start() {
     let server = format!(
         "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-         listen = [\"127.0.0.1:0\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n{PEER}"
+         listen = [\"127.0.0.1:51897\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n{PEER}"
     );
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, "nat.toml", &server);
@@ -94,7 +94,7 @@ fn a_bad_metrics_address_fails_before_the_tunnel_device_is_made() {
     let socket = dir.path().join("ctl.sock");
     let server = format!(
         "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-         listen = [\"127.0.0.1:0\"]\ncontrol_socket = \"{}\"\nmetrics = \"192.0.2.1:9851\"\n\
+         listen = [\"127.0.0.1:51898\"]\ncontrol_socket = \"{}\"\nmetrics = \"192.0.2.1:9851\"\n\
          [tunnel]\nname = \"braidmtest0\"\nipv4 = \"10.77.0.1/24\"\n{PEER}",
         socket.display()
     );

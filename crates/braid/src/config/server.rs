@@ -70,6 +70,13 @@ impl Validate for ServerConfig {
                 "at least one listen address is needed",
             ));
         }
+        if let Some(addr) = self.listen.get_ref().iter().find(|a| a.port() == 0) {
+            return Err(Invalid::new(
+                self.listen.span(),
+                "listen",
+                format!("{addr}: port 0 (the system would pick a port no client knows; give the port clients name in their endpoint, such as 51820)"),
+            ));
+        }
         if let Some(addr) = super::repeated(self.listen.get_ref(), |a| **a) {
             return Err(Invalid::new(
                 self.listen.span(),

@@ -364,7 +364,7 @@ fn more_paths_than_a_session_carries_are_refused_at_the_first_too_many() {
 }
 
 #[test]
-fn a_listen_address_twice_or_an_empty_usage_file_is_refused_by_name() {
+fn a_listen_address_twice_or_on_port_0_or_an_empty_usage_file_is_refused_by_name() {
     let text = SERVER.replace(
         "listen = [\"0.0.0.0:51820\"]",
         "listen = [\"0.0.0.0:51820\", \"0.0.0.0:51820\"]",
@@ -372,6 +372,12 @@ fn a_listen_address_twice_or_an_empty_usage_file_is_refused_by_name() {
     let err = server_err(&text);
     assert!(
         err.starts_with("s.toml:2: field `listen`: 0.0.0.0:51820 is listed twice"),
+        "{err}"
+    );
+    let text = SERVER.replace("0.0.0.0:51820", "0.0.0.0:0");
+    let err = server_err(&text);
+    assert!(
+        err.starts_with("s.toml:2: field `listen`: 0.0.0.0:0: port 0"),
         "{err}"
     );
     let err = client_err(&format!("usage_file = \"\"\n{CLIENT}"));
