@@ -264,6 +264,7 @@ fn handshake(
         p.push(input.u8() % count);
         p.push(count);
         p.extend((0..count).map(|_| input.u8() % 3));
+        p.extend((0..count).map(|_| input.u8() % count));
         p
     } else {
         let len = usize::from(input.u8()) % (MAX_PAYLOAD + 1);

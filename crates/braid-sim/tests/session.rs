@@ -325,6 +325,50 @@ fn overflow_path_carries_only_what_the_primary_cannot() {
     assert!(r.loss_rate <= 0.02, "{}", r.loss_rate);
 }
 
+/// A path with a higher cost is used as an overflow path is, by the
+/// client and by the server: the server has the costs' order from the
+/// handshake.
+#[test]
+fn a_dearer_path_carries_only_what_the_cheaper_one_cannot_both_ways() {
+    // The dearer path is the faster one: by arrival alone it would carry
+    // most of the traffic.
+    let paths = ["10mbit,10ms,cost=1", "10mbit,5ms,cost=3"];
+    for download in [false, true] {
+        let spec = SessionSpec {
+            download,
+            ..SessionSpec::default()
+        };
+        let r = run(&scenario(&paths, "cbr:40%", 6, spec.clone())).unwrap();
+        let dear = r.paths[1].sender.sent_bytes as f64 * 8.0 / 6.0;
+        assert!(
+            dear < 40_000.0,
+            "download {download}: dear path sent {dear} bit/s"
+        );
+        assert!(r.loss_rate <= 0.005, "{}", r.loss_rate);
+        // More than the cheap path carries: the dear one takes the rest.
+        let r = run(&scenario(&paths, "cbr:80%", 6, spec)).unwrap();
+        assert!(r.paths[0].utilization >= 0.9, "{}", r.paths[0].utilization);
+        let dear = r.paths[1].sender.sent_bytes as f64 * 8.0 / 6.0;
+        assert!(
+            dear > 4_000_000.0,
+            "download {download}: dear path sent {dear} bit/s"
+        );
+    }
+    // Equal costs leave the scheduler as it is: the faster path leads.
+    let r = run(&scenario(
+        &["10mbit,10ms,cost=2", "10mbit,5ms,cost=2"],
+        "cbr:40%",
+        6,
+        SessionSpec::default(),
+    ))
+    .unwrap();
+    assert!(
+        r.paths[1].sender.sent_bytes > r.paths[0].sender.sent_bytes,
+        "{:?}",
+        r.paths
+    );
+}
+
 #[test]
 fn a_rate_limit_caps_what_the_client_sends_on_a_path() {
     let paths = ["10mbit,10ms", "10mbit,20ms,rate_limit=2mbit"];

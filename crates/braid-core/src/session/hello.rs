@@ -1,7 +1,7 @@
 //! The handshake payloads (encrypted and authenticated by Noise):
 //!
 //! ```text
-//! initiation: protocol (1) | timestamp_ns (8) | instance (7) | path (1) | path count (1) | role (1) * count
+//! initiation: protocol (1) | timestamp_ns (8) | instance (7) | path (1) | path count (1) | role (1) * count | price (1) * count
 //! response:   protocol (1) | instance (7)
 //! ```
 //!
@@ -18,8 +18,11 @@
 //! (56 bits, [`INSTANCE_MASK`]) when a session is created: a different
 //! value in a later handshake means the peer restarted and its stream
 //! state is new. `path` is the path the initiation was sent on; the roles
-//! tell the server how to use each path. The version took the instance's
-//! top byte, so the payloads kept their sizes.
+//! tell the server how to use each path, and the prices which paths cost
+//! more than others: each path's rank among the distinct costs the client
+//! was given (0 the cheapest), which is all the cost-first scheduler reads.
+//! The version took the instance's top byte, so the payloads kept their
+//! sizes.
 
 use super::config::{PathRole, MAX_SESSION_PATHS};
 #[cfg(doc)]
@@ -29,12 +32,12 @@ use super::Event;
 /// frames inside transport messages, the data messages, the bonding data
 /// header and the reliable stream's packets. Raised whenever any of them
 /// changes.
-pub const PROTOCOL_VERSION: u8 = 3;
+pub const PROTOCOL_VERSION: u8 = 4;
 
 /// The bits of a session's random instance number the handshake carries.
 pub(crate) const INSTANCE_MASK: u64 = (1 << 56) - 1;
 
-/// Bytes of an initiation between its version and its roles.
+/// Bytes of an initiation between its version and its roles and prices.
 const INITIATION_FIXED_LEN: usize = 17;
 /// Bytes of a response.
 const RESPONSE_LEN: usize = 8;
@@ -45,6 +48,23 @@ pub(crate) struct Initiation {
     pub instance: u64,
     pub path: u8,
     pub roles: Vec<PathRole>,
+    /// Each path's price rank, as many as `roles` (see [`price_ranks`]).
+    pub prices: Vec<u8>,
+}
+
+/// Each cost's rank among the distinct values of `costs` (0 the lowest):
+/// the order and the ties of the costs, in a byte each.
+pub(crate) fn price_ranks(costs: &[f64]) -> Vec<u8> {
+    let mut distinct: Vec<f64> = costs.to_vec();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup_by(|a, b| a.total_cmp(b).is_eq());
+    costs
+        .iter()
+        .map(|c| {
+            let rank = distinct.partition_point(|d| d.total_cmp(c).is_lt());
+            u8::try_from(rank).unwrap_or(u8::MAX)
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,13 +86,15 @@ fn check_version(b: &[u8]) -> Result<&[u8], HelloError> {
 
 impl Initiation {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(1 + INITIATION_FIXED_LEN + self.roles.len());
+        debug_assert_eq!(self.roles.len(), self.prices.len());
+        let mut out = Vec::with_capacity(1 + INITIATION_FIXED_LEN + 2 * self.roles.len());
         out.push(PROTOCOL_VERSION);
         out.extend_from_slice(&self.timestamp_ns.to_be_bytes());
         out.extend_from_slice(&self.instance.to_be_bytes()[1..]);
         out.push(self.path);
         out.push(self.roles.len() as u8);
         out.extend(self.roles.iter().map(|r| r.to_wire()));
+        out.extend_from_slice(&self.prices);
         out
     }
 
@@ -83,22 +105,28 @@ impl Initiation {
             return Err(bad);
         }
         let count = usize::from(b[16]);
-        if count == 0 || count > MAX_SESSION_PATHS || b.len() != INITIATION_FIXED_LEN + count {
+        if count == 0 || count > MAX_SESSION_PATHS || b.len() != INITIATION_FIXED_LEN + 2 * count {
             return Err(bad);
         }
         let path = b[15];
         if usize::from(path) >= count {
             return Err(bad);
         }
-        let roles = b[INITIATION_FIXED_LEN..]
+        let (roles, prices) = b[INITIATION_FIXED_LEN..].split_at(count);
+        let roles = roles
             .iter()
             .map(|&r| PathRole::from_wire(r).ok_or(bad))
             .collect::<Result<Vec<_>, _>>()?;
+        // A rank names one of the paths' distinct costs.
+        if prices.iter().any(|&r| usize::from(r) >= count) {
+            return Err(bad);
+        }
         Ok(Initiation {
             timestamp_ns: u64::from_be_bytes(b[0..8].try_into().expect("8 bytes")),
             instance: be56(&b[8..15]),
             path,
             roles,
+            prices: prices.to_vec(),
         })
     }
 }
@@ -133,9 +161,10 @@ mod tests {
             instance: 0x00ff_0102_0304_0506,
             path: 1,
             roles: vec![PathRole::Primary, PathRole::Backup],
+            prices: vec![1, 0],
         };
         let good = hello.encode();
-        assert_eq!(good.len(), 1 + 17 + 2);
+        assert_eq!(good.len(), 1 + 17 + 2 + 2);
         assert_eq!(good[0], PROTOCOL_VERSION);
         assert_eq!(Initiation::decode(&good), Ok(hello));
         assert_eq!(Initiation::decode(&good[..17]), bad);
@@ -152,12 +181,19 @@ mod tests {
         let mut role = good.clone();
         role[19] = 3;
         assert_eq!(Initiation::decode(&role), bad);
+        // A price rank beyond the paths' count names no cost.
+        let mut price = good.clone();
+        price[21] = 2;
+        assert_eq!(Initiation::decode(&price), bad);
+        let mut no_prices = good.clone();
+        no_prices.truncate(20);
+        assert_eq!(Initiation::decode(&no_prices), bad);
         let mut many = good[..18].to_vec();
         many[17] = (MAX_SESSION_PATHS + 1) as u8;
-        many.resize(18 + MAX_SESSION_PATHS + 1, 0);
+        many.resize(18 + 2 * (MAX_SESSION_PATHS + 1), 0);
         many[16] = 0;
         assert_eq!(Initiation::decode(&many), bad);
-        many.truncate(18 + MAX_SESSION_PATHS);
+        many.truncate(18 + 2 * MAX_SESSION_PATHS);
         many[17] = MAX_SESSION_PATHS as u8;
         assert!(Initiation::decode(&many).is_ok());
         assert_eq!(encode_response(0x00ab_0000_0000_0001).len(), 8);
@@ -171,12 +207,23 @@ mod tests {
     }
 
     #[test]
+    fn prices_keep_the_order_and_the_ties_of_the_costs() {
+        assert_eq!(price_ranks(&[1.0, 0.5, 1.0, 2.0]), [1, 0, 1, 2]);
+        assert_eq!(price_ranks(&[0.0, 0.0, 0.0]), [0, 0, 0]);
+        assert_eq!(price_ranks(&[0.3]), [0]);
+        let sixteen: Vec<f64> = (0..16).rev().map(f64::from).collect();
+        let ranks: Vec<u8> = (0..16).rev().collect();
+        assert_eq!(price_ranks(&sixteen), ranks);
+    }
+
+    #[test]
     fn another_version_is_named_before_anything_else_is_read() {
         let mut init = Initiation {
             timestamp_ns: 5,
             instance: 6,
             path: 0,
             roles: vec![PathRole::Primary],
+            prices: vec![0],
         }
         .encode();
         init[0] = PROTOCOL_VERSION + 1;

@@ -348,7 +348,7 @@ fn build_streams(
         })
         .collect();
     let mut sc = SenderConfig::new(infos);
-    sc.scheduler = config.scheduler.clone();
+    sc.scheduler = scheduler_for(config, paths);
     sc.cc = config.cc;
     sc.max_queue_bytes = config.max_queue_bytes;
     sc.resend_losses = config.resend_losses;
@@ -360,6 +360,21 @@ fn build_streams(
     rc.report_interval = crate::sched::report_interval(&config.scheduler)
         .map_err(|e| ConfigError::Scheduler(e.to_string()))?;
     Ok((sender, Receiver::new(rc)))
+}
+
+/// The configured scheduler; the default one puts cheaper paths first
+/// (`cost_first`) when the paths' costs differ, so that a path given a
+/// higher cost carries only what the cheaper ones cannot, in both
+/// directions (the server has the costs' order from the handshake).
+fn scheduler_for(config: &SessionConfig, paths: &[Path]) -> String {
+    let priced = paths
+        .windows(2)
+        .any(|w| w[0].cost.total_cmp(&w[1].cost).is_ne());
+    if priced && config.scheduler == crate::sched::DEFAULT {
+        format!("{}:cost_first=1", crate::sched::DEFAULT)
+    } else {
+        config.scheduler.clone()
+    }
 }
 
 fn check_config(config: &SessionConfig, paths: usize) -> Result<(), ConfigError> {
@@ -461,7 +476,8 @@ impl Session {
             .roles
             .iter()
             .enumerate()
-            .map(|(i, &role)| Path::new(format!("path{i}"), role, 1.0, None))
+            .zip(&hello.prices)
+            .map(|((i, &role), &price)| Path::new(format!("path{i}"), role, f64::from(price), None))
             .collect();
         let (sender, receiver) = build_streams(config, &paths)?;
         let mut s = Session::assemble(
@@ -1457,6 +1473,7 @@ impl Session {
             instance: self.instance,
             path: path as u8,
             roles: self.paths.iter().map(|p| p.role).collect(),
+            prices: hello::price_ranks(&self.paths.iter().map(|p| p.cost).collect::<Vec<_>>()),
         };
         let mut msg = vec![0u8; MAX_INITIATION_LEN];
         let started = Initiator::start(

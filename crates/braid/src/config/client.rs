@@ -92,7 +92,9 @@ pub struct PathConfig {
     pub rate_limit: Option<Rate>,
     /// After this much data in a day or month, the path is demoted to backup.
     pub data_cap: Option<DataCap>,
-    /// BATCP's monetary-cost weight in [0, 1]: 0 ignores cost.
+    /// The path's price against the others, in [0, 1] (0 when absent):
+    /// while prices differ, a pricier path carries only what the cheaper
+    /// ones cannot (`Session`'s cost-first scheduling).
     pub cost_weight: Option<Spanned<f64>>,
 }
 
