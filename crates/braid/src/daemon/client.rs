@@ -19,6 +19,7 @@ use super::data_cap::{DataCaps, PathSetup};
 use super::event_loop::{self, Core, Outgoing, TunWriter};
 use super::inner_addr;
 use super::links::{self, PathLinks};
+use super::no_answer::NoAnswer;
 use super::routing;
 use super::server_name;
 use super::{
@@ -56,6 +57,9 @@ struct Client {
     caps: Option<DataCaps>,
     links: PathLinks,
     tx: TransmitBatch,
+    no_answer: NoAnswer,
+    /// What to check when the server does not answer, for the log.
+    no_answer_hint: String,
 }
 
 pub fn run(args: &ClientArgs) -> Result<(), Failure> {
@@ -242,6 +246,13 @@ async fn serve(
         caps,
         links,
         tx: super::transmit_batch(mtu),
+        no_answer: NoAnswer::default(),
+        no_answer_hint: format!(
+            "check in {} the [server] public_key and endpoint ({endpoint}), that the server's \
+             [[peer]] has this client's public key (braid pubkey < this client's private key), \
+             and that UDP reaches the server",
+            file.display()
+        ),
     };
     event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
         if let Some(name) = server_name {
@@ -328,6 +339,13 @@ impl Core for Client {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
+        if let Some(waited) = self.no_answer.check(now, self.session.is_connected()) {
+            warn!(
+                "no answer from the server for {} s on any path: {}",
+                waited.as_secs(),
+                self.no_answer_hint
+            );
+        }
         if let Some(caps) = &mut self.caps {
             caps.handle_timeout(now, unix_now(), &mut self.session);
         }

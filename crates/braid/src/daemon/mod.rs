@@ -17,10 +17,12 @@ mod inner_addr;
 mod links;
 mod metrics;
 mod nat;
+mod no_answer;
 mod routing;
 pub mod server;
 mod server_name;
 mod status_json;
+mod throttle;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
