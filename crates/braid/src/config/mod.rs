@@ -84,8 +84,34 @@ fn repeated<T, K: PartialEq>(
 
 /// Reads and checks the config in `path`.
 pub fn load<T: DeserializeOwned + Validate>(path: &Path) -> Result<T, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::read(path, &e))?;
-    parse(path, &text)
+    parse(path, &read_bounded(path)?)
+}
+
+/// Largest config file read: a config with every path a session takes
+/// and many peers is some kilobytes; `--config /dev/zero` read until
+/// memory ran out.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+fn read_bounded(path: &Path) -> Result<String, ConfigError> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| ConfigError::read(path, &e))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        let e = std::io::Error::other(format!("larger than {} MiB", MAX_CONFIG_BYTES >> 20));
+        return Err(ConfigError::read(path, &e));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        ConfigError::read(
+            path,
+            &std::io::Error::other(format!("line {line} is not valid UTF-8")),
+        )
+    })
 }
 
 /// Parses and checks `text`, read from `path` (named in errors).

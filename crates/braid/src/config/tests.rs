@@ -766,3 +766,27 @@ fn a_single_table_for_an_array_of_tables_is_named() {
     assert!(err.starts_with("s.toml:5: field `peer`: "), "{err}");
     assert!(err.contains("write [[peer]] (an array of tables)"), "{err}");
 }
+
+#[test]
+fn a_file_too_large_or_not_utf8_is_refused_without_reading_it_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.toml");
+    std::fs::write(&huge, vec![b'#'; (MAX_CONFIG_BYTES + 1) as usize]).unwrap();
+    let err = load::<ClientConfig>(&huge).unwrap_err().to_string();
+    assert!(
+        err.ends_with("huge.toml: cannot read: larger than 1 MiB"),
+        "{err}"
+    );
+    let latin1 = dir.path().join("latin1.toml");
+    std::fs::write(&latin1, b"private_key = \"x\"\n# caf\xe9\n").unwrap();
+    let err = load::<ClientConfig>(&latin1).unwrap_err().to_string();
+    assert!(
+        err.ends_with("latin1.toml: cannot read: line 2 is not valid UTF-8"),
+        "{err}"
+    );
+    // /dev/zero never ends: only the bound stops the read.
+    let err = load::<ClientConfig>(Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("larger than 1 MiB"), "{err}");
+}
