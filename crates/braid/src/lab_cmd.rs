@@ -67,7 +67,7 @@ pub enum LabCommand {
         )]
         command: Vec<String>,
     },
-    /// Show namespaces, paths, settings and the emulator's counters (exit 1 if the emulator is not running, 2 if no lab has that name)
+    /// Show namespaces, paths, settings and the emulator's counters (exit 1 if the emulator or a tunnel daemon is not running, 2 if no lab has that name)
     Status {
         /// The lab's name (several labs may run side by side)
         #[arg(long, default_value = DEFAULT_NAME)]
@@ -186,14 +186,14 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
             let tunnel = crate::lab_tunnel::status(&status);
             if json {
                 let mut doc = serde_json::to_value(&status).expect("status serializes");
-                if let (Some(tunnel), Some(map)) = (tunnel, doc.as_object_mut()) {
-                    map.insert("tunnel".to_owned(), tunnel);
+                if let (Some(tunnel), Some(map)) = (&tunnel, doc.as_object_mut()) {
+                    map.insert("tunnel".to_owned(), tunnel.clone());
                 }
                 let text = serde_json::to_string_pretty(&doc).expect("status serializes");
                 emit(&format!("{text}\n"))?;
             } else {
                 let mut text = braid_lab::render_status(&status);
-                if let Some(t) = tunnel {
+                if let Some(t) = &tunnel {
                     text += &format!(
                         "tunnel: client {} <-> server {}, listen {}, established {}\n",
                         t["client_addr"].as_str().unwrap_or("?"),
@@ -206,6 +206,21 @@ fn dispatch(cmd: LabCommand) -> Result<ExitCode, LabError> {
             }
             if status.emulator.is_none() {
                 return Err(LabError::EmulatorNotRunning(name));
+            }
+            if let Some(t) = &tunnel {
+                let down: Vec<&str> = [("client", "client_running"), ("server", "server_running")]
+                    .into_iter()
+                    .filter(|(_, key)| t[key] != true)
+                    .map(|(side, _)| side)
+                    .collect();
+                if !down.is_empty() {
+                    eprintln!(
+                        "braid lab: the tunnel's {} daemon of lab {name:?} does not answer on its \
+                         control socket; recreate the lab with `braid lab down` and `braid lab up --tunnel`",
+                        down.join(" and ")
+                    );
+                    return Ok(ExitCode::from(1));
+                }
             }
         }
         LabCommand::Set { name, path, spec } => {

@@ -128,7 +128,7 @@ fn spawn(name: &str, side: Side, role: &str) -> Result<(), LabError> {
 fn wait_until_up(name: &str, paths: usize) -> Result<(), LabError> {
     let start = Instant::now();
     loop {
-        if let Some(status) = client_status(name) {
+        if let Some(status) = daemon_status(name, "client") {
             let up = status["session"]["paths"]
                 .as_array()
                 .map_or(0, |p| p.iter().filter(|p| p["state"] == "up").count());
@@ -149,24 +149,28 @@ fn wait_until_up(name: &str, paths: usize) -> Result<(), LabError> {
     }
 }
 
-fn client_status(name: &str) -> Option<Value> {
+/// The status document of the lab's daemon on `side`, if it answers.
+fn daemon_status(name: &str, side: &str) -> Option<Value> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .ok()?;
-    let text = runtime
-        .block_on(daemon::query(&socket(name, "client")))
-        .ok()?;
+    let text = runtime.block_on(daemon::query(&socket(name, side))).ok()?;
     serde_json::from_str(&text).ok()
 }
 
 /// The `tunnel` member of `braid lab status --json`, if the lab has one.
+/// `client_running` and `server_running` say whether each daemon answers
+/// on its control socket.
 pub fn status(lab: &LabStatus) -> Option<Value> {
     if !dir(&lab.name).exists() {
         return None;
     }
-    let client = client_status(&lab.name);
+    let client = daemon_status(&lab.name, "client");
+    let server_running = daemon_status(&lab.name, "server").is_some();
     Some(json!({
+        "client_running": client.is_some(),
+        "server_running": server_running,
         "server_addr": SERVER_TUN.to_string(),
         "client_addr": CLIENT_TUN.to_string(),
         "listen": listen(lab),

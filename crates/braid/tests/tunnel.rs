@@ -932,7 +932,33 @@ fn lab_up_tunnel_starts_both_ends_and_reports_them() {
     assert_eq!(tunnel["client_addr"], CLIENT_TUN);
     assert_eq!(tunnel["listen"], "198.19.0.1:51820");
     assert_eq!(lab.path_states(), ["up", "up"]);
+    assert_eq!(tunnel["client_running"], true);
+    assert_eq!(tunnel["server_running"], true);
     assert!(lab.ping_succeeds(2), "ping through the lab's tunnel");
+
+    // A tunnel daemon that died is reported, with exit status 1. The
+    // pattern names this lab's own config: other tests' daemons run too.
+    let killed = Command::new("pkill")
+        .args([
+            "-f",
+            "client --config /run/braid-lab/tun-lab.tunnel/client.toml",
+        ])
+        .status()
+        .expect("run pkill");
+    assert!(killed.success(), "the lab's client daemon was found");
+    let mut status = run(braid().args(["lab", "status", "--name", "tun-lab", "--json"]));
+    for _ in 0..50 {
+        if status.status.code() == Some(1) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        status = run(braid().args(["lab", "status", "--name", "tun-lab", "--json"]));
+    }
+    assert_eq!(status.status.code(), Some(1), "{status:?}");
+    let doc: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(doc["tunnel"]["client_running"], false);
+    assert_eq!(doc["tunnel"]["server_running"], true);
+    assert!(String::from_utf8_lossy(&status.stderr).contains("the tunnel's client daemon"));
 
     let out = run(braid().args(["lab", "down", "--name", "tun-lab"]));
     assert!(String::from_utf8_lossy(&out.stdout).contains("removed tunnel files"));
