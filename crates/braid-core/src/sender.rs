@@ -1913,10 +1913,28 @@ mod tests {
     }
 
     /// Fires the sender's timers up to `end`.
+    /// Most timer firings a test helper runs: a timer that keeps firing
+    /// without the state moving on (a mutant of the queue clock did) fails
+    /// the test instead of hanging it.
+    const MAX_FIRINGS: usize = 100_000;
+
     fn run_until(s: &mut Sender, end: Instant) {
-        while let Some(t) = s.poll_timeout().filter(|&t| t <= end) {
-            s.handle_timeout(t);
+        for _ in 0..MAX_FIRINGS {
+            match s.poll_timeout().filter(|&t| t <= end) {
+                Some(t) => s.handle_timeout(t),
+                None => return,
+            }
         }
+        panic!("the timer fired {MAX_FIRINGS} times before {end:?}");
+    }
+
+    /// Fires the sender's next timer (there must be one); returns when.
+    fn fire_next(s: &mut Sender, firings: &mut usize) -> Instant {
+        *firings += 1;
+        assert!(*firings <= MAX_FIRINGS, "the timer fired {MAX_FIRINGS} times");
+        let t = s.poll_timeout().expect("a timer");
+        s.handle_timeout(t);
+        t
     }
 
     fn on_path(sent: &[(u8, u64)], path: u8) -> Vec<u64> {
@@ -2636,10 +2654,9 @@ mod tests {
     /// delay (28 ms) later, and the queue's clock stands from then if none
     /// comes.
     fn first_in_flight(s: &mut Sender, t1: Instant) -> Instant {
-        let mut first = t1;
+        let (mut first, mut firings) = (t1, 0);
         while s.counters.sent_datagrams == 2 {
-            first = s.poll_timeout().unwrap();
-            s.handle_timeout(first);
+            first = fire_next(s, &mut firings);
         }
         first
     }
@@ -2678,9 +2695,9 @@ mod tests {
         // is not awaited.
         pace(&mut s, first, ms(400), &[]);
         assert!((0..2).all(|p| s.path(p).liveness.is_down()));
+        let mut firings = 0;
         while (0..2).all(|p| s.path(p).bytes_in_flight() == 0) {
-            let t = s.poll_timeout().unwrap();
-            s.handle_timeout(t);
+            fire_next(&mut s, &mut firings);
         }
         assert_eq!(s.answer_due_within(), None);
     }
