@@ -1931,7 +1931,10 @@ mod tests {
     /// Fires the sender's next timer (there must be one); returns when.
     fn fire_next(s: &mut Sender, firings: &mut usize) -> Instant {
         *firings += 1;
-        assert!(*firings <= MAX_FIRINGS, "the timer fired {MAX_FIRINGS} times");
+        assert!(
+            *firings <= MAX_FIRINGS,
+            "the timer fired {MAX_FIRINGS} times"
+        );
         let t = s.poll_timeout().expect("a timer");
         s.handle_timeout(t);
         t
