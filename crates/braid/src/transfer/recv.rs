@@ -618,9 +618,22 @@ fn keep(file: NamedTempFile) -> Option<PathBuf> {
 }
 
 impl Incoming {
-    /// File data and (at the very end) the digest: everything but the
-    /// last 32 bytes seen is data.
+    /// File data and (at the very end) the digest. Of a file whose size
+    /// was announced, the first `size` bytes are data and go out at once;
+    /// of a stream of unknown length (stdin), everything but the last 32
+    /// bytes seen, which may yet be the digest.
     fn feed(&mut self, data: &[u8]) {
+        let size = self.header.as_ref().map_or(UNKNOWN_SIZE, |h| h.size);
+        if size != UNKNOWN_SIZE {
+            let left = size.saturating_sub(self.data_bytes);
+            let n = usize::try_from(left).unwrap_or(usize::MAX).min(data.len());
+            self.emit(&data[..n]);
+            // One byte past the digest is enough to know there was more.
+            let room = (DIGEST_LEN + 1).saturating_sub(self.tail.len());
+            let rest = &data[n..];
+            self.tail.extend_from_slice(&rest[..rest.len().min(room)]);
+            return;
+        }
         if data.len() >= DIGEST_LEN {
             let tail = std::mem::take(&mut self.tail);
             self.emit(&tail);
@@ -665,6 +678,16 @@ impl Incoming {
         let header = self.header.take().expect("data after a header");
         let digest: [u8; 32] = self.hasher.clone().finalize().into();
         let mut error = self.error.take();
+        // Of an announced size, whatever followed the data is the digest.
+        if error.is_none() && header.size != UNKNOWN_SIZE && self.tail.len() != DIGEST_LEN {
+            error = Some(if self.tail.len() > DIGEST_LEN {
+                format!("more than the {} bytes announced arrived", header.size)
+            } else {
+                let arrived =
+                    (self.data_bytes + self.tail.len() as u64).saturating_sub(DIGEST_LEN as u64);
+                format!("{arrived} bytes arrived, {} announced", header.size)
+            });
+        }
         if error.is_none() && self.tail.as_slice() != digest.as_slice() {
             error = Some("SHA-256 mismatch: the data is not what was sent".to_owned());
         }
@@ -812,6 +835,25 @@ mod tests {
         feed_whole(incoming(dir), size, corrupt).finish(false)
     }
 
+    /// A file of announced size is written as it arrives, its last bytes
+    /// too: only a stream of unknown length holds back the 32 that may be
+    /// its digest.
+    #[test]
+    fn data_of_an_announced_size_is_not_held_back_for_the_digest() {
+        for (size, held) in [(100, 0), (UNKNOWN_SIZE, DIGEST_LEN as u64)] {
+            let d = tempfile::tempdir().unwrap();
+            let mut incoming = incoming(d.path());
+            incoming.header = Some(FileHeader {
+                total_files: 1,
+                size,
+                name: "f.bin".to_owned(),
+            });
+            incoming.feed(&[9; 60]);
+            incoming.feed(&[9; 40]);
+            assert_eq!(incoming.data_bytes, 100 - held, "size {size}");
+        }
+    }
+
     #[test]
     fn a_whole_file_is_renamed_into_place() {
         let d = tempfile::tempdir().unwrap();
@@ -827,7 +869,9 @@ mod tests {
     fn a_wrong_digest_or_length_leaves_nothing() {
         for (size, corrupt, why) in [
             (100_000, true, "SHA-256 mismatch"),
-            (100_001, false, "announced"),
+            (UNKNOWN_SIZE, true, "SHA-256 mismatch"),
+            (100_001, false, "100000 bytes arrived, 100001 announced"),
+            (99_999, false, "more than the 99999 bytes announced arrived"),
         ] {
             let d = tempfile::tempdir().unwrap();
             let (result, error) = receive(d.path(), size, corrupt);
