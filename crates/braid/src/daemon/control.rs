@@ -104,12 +104,21 @@ pub async fn query(path: &Path) -> Result<String, QueryError> {
         path: path.display().to_string(),
         what,
     };
-    let mut stream = UnixStream::connect(path)
-        .await
-        .map_err(|source| QueryError::Connect {
+    let mut stream = UnixStream::connect(path).await.map_err(|source| {
+        // A file that is no socket refuses the connection too: say what it is.
+        use std::os::unix::fs::FileTypeExt as _;
+        let source = match std::fs::metadata(path) {
+            Ok(m) if !m.file_type().is_socket() => io::Error::new(
+                source.kind(),
+                "it is not a socket (is it another file than the daemon's control_socket?)",
+            ),
+            _ => source,
+        };
+        QueryError::Connect {
             path: path.display().to_string(),
             source,
-        })?;
+        }
+    })?;
     let mut bytes = Vec::new();
     tokio::time::timeout(
         Duration::from_secs(2),
@@ -205,5 +214,14 @@ mod tests {
             .unwrap();
         let err = rt.block_on(query(&missing)).expect_err("nobody there");
         assert!(err.to_string().starts_with("no daemon answers on"), "{err}");
+        // A regular file where the socket should be is named as such.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let err = rt.block_on(query(file.path())).expect_err("no socket");
+        assert!(
+            err.to_string().ends_with(
+                "it is not a socket (is it another file than the daemon's control_socket?)"
+            ),
+            "{err}"
+        );
     }
 }
