@@ -60,6 +60,12 @@ const AHEAD_MARGIN: f64 = 0.8;
 
 /// Expected arrival of `bytes` sent next on `p`, in seconds from now,
 /// relative to the smallest one-way delay (`base_owd_us`).
+/// A path with less than this share of the live paths' estimated rate
+/// (or no estimate) is thin. Applied to every path, the rule it serves
+/// cost a transfer after light traffic over equal paths up to 0.016 of
+/// the ideal (`grid-light.sh`, 1:1 at 5/100 ms).
+const THIN_SHARE: f64 = 0.05;
+
 fn arrival_secs(p: &PathView, now: Instant, bytes: u64, base_owd_us: f64) -> f64 {
     let bw = p.bandwidth_bps.unwrap_or(0.0).max(1.0);
     let min_rtt = p.min_rtt.unwrap_or(Duration::ZERO).as_secs_f64();
@@ -202,6 +208,25 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
         .sum();
     if ahead <= 0.0 {
         return Decision::Send(PathSet::one(open_index));
+    }
+    // A thin path (see [`THIN_SHARE`]) gets no datagram it would deliver
+    // more than the queue delay limit after a closed path could: the
+    // receiver would hold every later number behind it, up to its hole
+    // timeout, longer than an inner TCP waits. A 3G path whose train had
+    // failed took 20-50 datagrams at a time in a TCP flow's start-up,
+    // priced thousands of seconds away, and the inner TCP timed out
+    // behind them (BENCHMARKS.md, "A thin path's far datagrams"). Trains
+    // measure it again when it comes back (`session::train`).
+    let closed_best = live()
+        .filter(|p| !p.can_send && !p.stalled)
+        .map(est)
+        .fold(f64::INFINITY, f64::min);
+    let total: f64 = live().filter_map(|p| p.bandwidth_bps).sum();
+    let thin = ctx.paths[open_index]
+        .bandwidth_bps
+        .is_none_or(|bw| bw < THIN_SHARE * total);
+    if thin && open_est - closed_best > limit {
+        return Decision::Wait;
     }
     send_behind(ctx, open_index, ahead)
 }
@@ -367,6 +392,63 @@ mod tests {
             queue_delay_limit: Duration::from_millis(500),
         };
         EarliestArrival::default().pick(&ctx)
+    }
+
+    /// The fixed line (8 Mbit/s, 10 ms one way) has a full window and a
+    /// backlog waits; the open path is `bps` fast (`None`: unmeasured, its
+    /// train failed) and `owd_ms` away.
+    fn backlog_pick(bps: Option<f64>, owd_ms: u64) -> Decision {
+        let now = Instant::from_nanos(1_000_000_000);
+        let path = |index: usize, bps: Option<f64>, owd_ms: u64| PathView {
+            index,
+            cwnd_open: index == 1,
+            can_send: index == 1,
+            ready_at: now,
+            cwnd_bytes: 20_000,
+            in_flight_bytes: if index == 0 { 20_000 } else { 0 },
+            srtt: Some(Duration::from_millis(2 * owd_ms)),
+            min_rtt: Some(Duration::from_millis(2 * owd_ms)),
+            probe_rtt: Some(Duration::from_millis(2 * owd_ms)),
+            train_failed: bps.is_none(),
+            owd_us: Some(owd_ms as f64 * 1e3),
+            queueing: Duration::ZERO,
+            bandwidth_bps: bps,
+            kalman_bps: bps,
+            express_share: 0.0,
+            cost: 1.0,
+            overflow: false,
+            suspect: false,
+            stalled: false,
+        };
+        let paths = [path(0, Some(8e6), 10), path(1, bps, owd_ms)];
+        let ctx = SchedContext {
+            now,
+            paths: &paths,
+            packet_bytes: 1_400,
+            backlog_bytes: 400_000,
+            queue_delay_limit: Duration::from_millis(100),
+        };
+        EarliestArrival::default().pick(&ctx)
+    }
+
+    #[test]
+    fn a_thin_path_gets_no_datagram_it_would_deliver_past_the_limit() {
+        let behind = |d: Decision| matches!(d, Decision::SendBehind { path: 1, .. });
+        // A 2 Mbit/s path, a fifth of the bond, takes what the fixed line
+        // cannot carry within the limit, however far: it is no thin path.
+        assert!(behind(backlog_pick(Some(2e6), 50)));
+        assert!(behind(backlog_pick(Some(2e6), 150)));
+        // A 3G path in a fade (30 kbit/s, under 5 % of the bond) would
+        // deliver a datagram 0.4 s late, and one whose train failed at no
+        // known time: the receiver would hold every later number behind
+        // it, so nothing goes.
+        assert_eq!(backlog_pick(Some(30e3), 50), Decision::Wait);
+        assert_eq!(backlog_pick(None, 50), Decision::Wait);
+        // A thin path near enough still carries: 300 kbit/s delivers a
+        // datagram 37 ms after its 40 ms lead, within the limit; 70 ms
+        // further, not.
+        assert!(behind(backlog_pick(Some(300e3), 50)));
+        assert_eq!(backlog_pick(Some(300e3), 80), Decision::Wait);
     }
 
     #[test]
