@@ -22,7 +22,7 @@ mod routing;
 pub mod server;
 mod server_name;
 mod status_json;
-mod throttle;
+pub(crate) mod throttle;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{Endpoint, EndpointConfig, Event, PeerConfig, PeerId};
+use braid_core::session::{DropReason, Endpoint, EndpointConfig, Event, PeerConfig, PeerId};
 use braid_core::stream::{Connection, ReadOutcome};
 use braid_core::time::Instant;
 use braid_io::{PathSocket, TransmitBatch};
@@ -37,6 +37,7 @@ use super::stall::StallWatch;
 use super::stdout::StdoutWriter;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::daemon::event_loop::{send_datagrams, Driver, Outgoing, SocketCore};
+use crate::daemon::throttle::Throttle;
 use crate::daemon::{self, os_seed, runtime, shutdown_signal};
 use crate::{write_stdout, Failure};
 
@@ -127,7 +128,14 @@ struct Receiver {
     stall_timeout: Duration,
     /// From the connection on.
     stall: Option<StallWatch>,
+    /// Handshakes refused: from a key not among `--peer`, or that do not
+    /// authenticate (a sender with another key for this receiver).
+    unknown_keys: Throttle,
+    invalid_handshakes: Throttle,
 }
+
+/// At most one line per this for handshakes the receiver refuses.
+const REFUSED_SAY_EVERY: Duration = Duration::from_secs(10);
 
 pub fn run(args: &RecvArgs) -> Result<(), Failure> {
     if args.stdout {
@@ -197,6 +205,8 @@ async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Resu
         read_bytes: 0,
         stall_timeout: Duration::from_secs(args.common.stall_timeout),
         stall: None,
+        unknown_keys: Throttle::new(REFUSED_SAY_EVERY),
+        invalid_handshakes: Throttle::new(REFUSED_SAY_EVERY),
     };
     let driver = Driver::start(receiver, vec![socket]);
     let mut progress = Progress::new();
@@ -761,7 +771,27 @@ impl SocketCore for Receiver {
         from: SocketAddr,
         bytes: &mut [u8],
     ) {
-        let _ = self.endpoint.handle_datagram(now, from, bytes);
+        // Refused handshakes are said, at most every 10 s each: a sender
+        // with a key mix-up otherwise waits out its timeout in silence.
+        match self.endpoint.handle_datagram(now, from, bytes) {
+            Err(DropReason::UnknownPeer) => {
+                if let Some(n) = self.unknown_keys.note(now) {
+                    eprintln!(
+                        "braid: refused {n} handshake(s) from {from}: its key is not among --peer \
+                         (braid pubkey < the sender's key)"
+                    );
+                }
+            }
+            Err(DropReason::HandshakeInvalid) => {
+                if let Some(n) = self.invalid_handshakes.note(now) {
+                    eprintln!(
+                        "braid: refused {n} handshake(s) from {from} that do not authenticate: \
+                         the sender may have another public key for this receiver"
+                    );
+                }
+            }
+            _ => {}
+        }
     }
 
     fn flush(&mut self, now: Instant, sockets: &[PathSocket]) {
