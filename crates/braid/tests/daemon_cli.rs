@@ -54,7 +54,7 @@ fn a_missing_nat_uplink_is_named_at_start() {
     let path = write(&dir, "nat.toml", &server);
     let err = one_line_error(&braid(&["server", "--config", path.to_str().unwrap()]));
     assert!(
-        err.contains("nat.toml: [nat] uplink: interface \"nosuchif0\" does not exist"),
+        err.contains("nat.toml:6: [nat] uplink: interface \"nosuchif0\" does not exist"),
         "{err}"
     );
 }
@@ -65,7 +65,7 @@ fn a_missing_interface_is_named_at_start() {
     let path = write(&dir, "iface.toml", &CLIENT.replace("eth0", "nosuchif0"));
     let err = one_line_error(&braid(&["client", "--config", path.to_str().unwrap()]));
     assert!(
-        err.contains("iface.toml: path \"nosuchif0\": interface \"nosuchif0\" does not exist"),
+        err.contains("iface.toml:7: path \"nosuchif0\": interface \"nosuchif0\" does not exist"),
         "{err}"
     );
     assert!(err.contains("optional = true"), "says how to wait: {err}");

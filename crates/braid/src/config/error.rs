@@ -78,7 +78,7 @@ impl ConfigError {
 }
 
 /// The 1-based line holding byte `offset`.
-fn line_of(text: &str, offset: usize) -> usize {
+pub(super) fn line_of(text: &str, offset: usize) -> usize {
     let offset = offset.min(text.len());
     text.as_bytes()[..offset]
         .iter()

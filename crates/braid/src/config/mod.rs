@@ -87,6 +87,16 @@ pub fn load<T: DeserializeOwned + Validate>(path: &Path) -> Result<T, ConfigErro
     parse(path, &read_bounded(path)?)
 }
 
+/// `FILE:LINE` for byte `offset` of the config at `file`, read again: for
+/// what is found wrong only once a daemon starts (an interface that does
+/// not exist), after the text is gone. `FILE` alone if it cannot be read.
+pub fn place(file: &Path, offset: usize) -> String {
+    match read_bounded(file) {
+        Ok(text) => format!("{}:{}", file.display(), error::line_of(&text, offset)),
+        Err(_) => file.display().to_string(),
+    }
+}
+
 /// Largest config file read: a config with every path a session takes
 /// and many peers is some kilobytes; `--config /dev/zero` read until
 /// memory ran out.

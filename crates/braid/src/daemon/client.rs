@@ -115,8 +115,10 @@ fn unix_now() -> u64 {
 
 /// A path's socket; for an `optional` path whose link is missing, one
 /// that waits for it (see `links`).
+/// The socket of `path`, whose `[[path]]` begins at byte `at` of `file`.
 fn open_path_socket(
     file: &std::path::Path,
+    at: usize,
     path: &crate::config::client::PathConfig,
     binding: &Binding,
     server: SocketAddr,
@@ -129,7 +131,7 @@ fn open_path_socket(
         };
         Failure::Usage(format!(
             "{}: path {:?}: {e}{hint}",
-            file.display(),
+            config::place(file, at),
             path.display_name()
         ))
     };
@@ -162,7 +164,7 @@ async fn serve(
             (None, Some(ip)) => Binding::Source(ip),
             (None, None) => unreachable!("config validation requires one"),
         };
-        let socket = open_path_socket(file, p, &binding, endpoint)?;
+        let socket = open_path_socket(file, path.span().start, p, &binding, endpoint)?;
         if let Some(plan) = &routing_plan {
             socket.set_mark(plan.mark).map_err(|e| {
                 Failure::Runtime(format!(

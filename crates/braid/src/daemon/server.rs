@@ -71,8 +71,10 @@ pub fn run(args: &ServerArgs) -> Result<(), Failure> {
     let config: ServerConfig =
         config::load(&args.config).map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(nat) = &config.nat {
-        nat::check_uplink(nat.uplink.get_ref())
-            .map_err(|e| Failure::Usage(format!("{}: {e}", args.config.display())))?;
+        nat::check_uplink(nat.uplink.get_ref()).map_err(|e| {
+            let at = config::place(&args.config, nat.uplink.span().start);
+            Failure::Usage(format!("{at}: {e}"))
+        })?;
     }
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
