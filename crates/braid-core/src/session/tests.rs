@@ -2216,3 +2216,27 @@ fn a_fresh_tunnels_first_packets_take_the_nearer_of_two_equal_paths() {
         .collect();
     assert_eq!(data, [(true, 1), (false, 1)]);
 }
+
+/// The default scheduler takes cheaper paths first only when prices
+/// differ; a scheduler the config names is kept whatever the prices.
+#[test]
+fn cost_first_only_for_the_default_scheduler_and_differing_prices() {
+    let paths = |costs: &[f64]| -> Vec<Path> {
+        costs
+            .iter()
+            .map(|&c| Path::new("p".into(), PathRole::Primary, c, None))
+            .collect()
+    };
+    let default = SessionConfig::default();
+    assert_eq!(
+        scheduler_for(&default, &paths(&[1.0, 3.0])),
+        "earliest-arrival:cost_first=1"
+    );
+    assert_eq!(scheduler_for(&default, &paths(&[2.0, 2.0])), "earliest-arrival");
+    assert_eq!(scheduler_for(&default, &paths(&[0.5])), "earliest-arrival");
+    let named = SessionConfig {
+        scheduler: "min-rtt".into(),
+        ..SessionConfig::default()
+    };
+    assert_eq!(scheduler_for(&named, &paths(&[1.0, 3.0])), "min-rtt");
+}
