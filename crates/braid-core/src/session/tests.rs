@@ -2232,7 +2232,10 @@ fn cost_first_only_for_the_default_scheduler_and_differing_prices() {
         scheduler_for(&default, &paths(&[1.0, 3.0])),
         "earliest-arrival:cost_first=1"
     );
-    assert_eq!(scheduler_for(&default, &paths(&[2.0, 2.0])), "earliest-arrival");
+    assert_eq!(
+        scheduler_for(&default, &paths(&[2.0, 2.0])),
+        "earliest-arrival"
+    );
     assert_eq!(scheduler_for(&default, &paths(&[0.5])), "earliest-arrival");
     let named = SessionConfig {
         scheduler: "min-rtt".into(),
