@@ -7,9 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{
-    self, DropReason, Endpoint, EndpointConfig, Event, PathDownReason, PeerId,
-};
+use braid_core::session::{self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId};
 use braid_core::time::Instant;
 use braid_io::{PathSocket, TransmitBatch};
 use ipnet::IpNet;
@@ -20,7 +18,7 @@ use super::control::ControlSocket;
 use super::event_loop::{self, Core, Outgoing, TunWriter};
 use super::inner_addr::{addresses, flow_id};
 use super::nat;
-use super::throttle::Throttle;
+use super::throttle::{Refused, RefusedHandshakes};
 use super::{configured_mtu, create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
 use crate::config::{self};
@@ -60,8 +58,7 @@ struct Server {
     tx: TransmitBatch,
     /// Logs of handshakes from keys no `[[peer]]` has, and of ones that
     /// do not authenticate (a client with another server public key).
-    unknown_keys: Throttle,
-    invalid_handshakes: Throttle,
+    refused: RefusedHandshakes,
 }
 
 /// At most one log line per this for handshakes the server refuses.
@@ -141,8 +138,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
         peers,
         counters: Counters::default(),
         tx: super::transmit_batch(mtu),
-        unknown_keys: Throttle::new(REFUSED_LOG_EVERY),
-        invalid_handshakes: Throttle::new(REFUSED_LOG_EVERY),
+        refused: RefusedHandshakes::new(REFUSED_LOG_EVERY),
     };
     event_loop::run(server, sockets, tun, control, metrics).await
 }
@@ -205,28 +201,23 @@ impl Core for Server {
         // What does not authenticate is counted by the endpoint and
         // answered with nothing; refused handshakes are also logged, at
         // most once a minute each, for whoever configures a client.
-        match self.endpoint.handle_datagram(now, from, bytes) {
-            Err(DropReason::UnknownPeer) => {
-                if let Some(n) = self.unknown_keys.note(now) {
-                    warn!(
-                        %from,
-                        handshakes = n,
-                        "handshake from a key no [[peer]] has: add the client's public key \
-                         (braid pubkey < its private key) to a [[peer]]"
-                    );
-                }
-            }
-            Err(DropReason::HandshakeInvalid) => {
-                if let Some(n) = self.invalid_handshakes.note(now) {
-                    warn!(
-                        %from,
-                        handshakes = n,
-                        "handshake that does not authenticate: the client may name another \
-                         public_key for this server (braid pubkey < this server's private key)"
-                    );
-                }
-            }
-            _ => {}
+        let Err(reason) = self.endpoint.handle_datagram(now, from, bytes) else {
+            return;
+        };
+        match self.refused.note(now, reason) {
+            Some((Refused::UnknownKey, n)) => warn!(
+                %from,
+                handshakes = n,
+                "handshake from a key no [[peer]] has: add the client's public key \
+                 (braid pubkey < its private key) to a [[peer]]"
+            ),
+            Some((Refused::Invalid, n)) => warn!(
+                %from,
+                handshakes = n,
+                "handshake that does not authenticate: the client may name another \
+                 public_key for this server (braid pubkey < this server's private key)"
+            ),
+            None => {}
         }
     }
 

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use braid_core::crypto::StaticKeypair;
-use braid_core::session::{DropReason, Endpoint, EndpointConfig, Event, PeerConfig, PeerId};
+use braid_core::session::{Endpoint, EndpointConfig, Event, PeerConfig, PeerId};
 use braid_core::stream::{Connection, ReadOutcome};
 use braid_core::time::Instant;
 use braid_io::{PathSocket, TransmitBatch};
@@ -37,7 +37,7 @@ use super::stall::StallWatch;
 use super::stdout::StdoutWriter;
 use super::{hex, mbit_per_s, path_bytes, paths_json, peer_silent, KeyArgs, LINGER, TICK};
 use crate::daemon::event_loop::{send_datagrams, Driver, Outgoing, SocketCore};
-use crate::daemon::throttle::Throttle;
+use crate::daemon::throttle::{Refused, RefusedHandshakes};
 use crate::daemon::{self, os_seed, runtime, shutdown_signal};
 use crate::{write_stdout, Failure};
 
@@ -130,8 +130,7 @@ struct Receiver {
     stall: Option<StallWatch>,
     /// Handshakes refused: from a key not among `--peer`, or that do not
     /// authenticate (a sender with another key for this receiver).
-    unknown_keys: Throttle,
-    invalid_handshakes: Throttle,
+    refused: RefusedHandshakes,
 }
 
 /// At most one line per this for handshakes the receiver refuses.
@@ -205,8 +204,7 @@ async fn receive(args: &RecvArgs, endpoint: Endpoint, timeout: Duration) -> Resu
         read_bytes: 0,
         stall_timeout: Duration::from_secs(args.common.stall_timeout),
         stall: None,
-        unknown_keys: Throttle::new(REFUSED_SAY_EVERY),
-        invalid_handshakes: Throttle::new(REFUSED_SAY_EVERY),
+        refused: RefusedHandshakes::new(REFUSED_SAY_EVERY),
     };
     let driver = Driver::start(receiver, vec![socket]);
     let mut progress = Progress::new();
@@ -701,12 +699,6 @@ impl Incoming {
         if error.is_none() && self.tail.as_slice() != digest.as_slice() {
             error = Some("SHA-256 mismatch: the data is not what was sent".to_owned());
         }
-        if error.is_none() && header.size != UNKNOWN_SIZE && header.size != self.data_bytes {
-            error = Some(format!(
-                "{} bytes arrived, {} announced",
-                self.data_bytes, header.size
-            ));
-        }
         if error.is_none() {
             error = self.put_in_place().err();
         }
@@ -773,24 +765,19 @@ impl SocketCore for Receiver {
     ) {
         // Refused handshakes are said, at most every 10 s each: a sender
         // with a key mix-up otherwise waits out its timeout in silence.
-        match self.endpoint.handle_datagram(now, from, bytes) {
-            Err(DropReason::UnknownPeer) => {
-                if let Some(n) = self.unknown_keys.note(now) {
-                    eprintln!(
-                        "braid: refused {n} handshake(s) from {from}: its key is not among --peer \
-                         (braid pubkey < the sender's key)"
-                    );
-                }
-            }
-            Err(DropReason::HandshakeInvalid) => {
-                if let Some(n) = self.invalid_handshakes.note(now) {
-                    eprintln!(
-                        "braid: refused {n} handshake(s) from {from} that do not authenticate: \
-                         the sender may have another public key for this receiver"
-                    );
-                }
-            }
-            _ => {}
+        let Err(reason) = self.endpoint.handle_datagram(now, from, bytes) else {
+            return;
+        };
+        match self.refused.note(now, reason) {
+            Some((Refused::UnknownKey, n)) => eprintln!(
+                "braid: refused {n} handshake(s) from {from}: its key is not among --peer \
+                 (braid pubkey < the sender's key)"
+            ),
+            Some((Refused::Invalid, n)) => eprintln!(
+                "braid: refused {n} handshake(s) from {from} that do not authenticate: \
+                 the sender may have another public key for this receiver"
+            ),
+            None => {}
         }
     }
 
