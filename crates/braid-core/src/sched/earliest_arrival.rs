@@ -217,15 +217,17 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     // priced thousands of seconds away, and the inner TCP timed out
     // behind them (BENCHMARKS.md, "A thin path's far datagrams"). Trains
     // measure it again when it comes back (`session::train`).
-    let closed_best = live()
-        .filter(|p| !p.can_send && !p.stalled)
-        .map(est)
-        .fold(f64::INFINITY, f64::min);
     let total: f64 = live().filter_map(|p| p.bandwidth_bps).sum();
     let thin = ctx.paths[open_index]
         .bandwidth_bps
         .is_none_or(|bw| bw < THIN_SHARE * total);
-    if thin && open_est - closed_best > limit {
+    let closed_best = || {
+        live()
+            .filter(|p| !p.can_send && !p.stalled)
+            .map(est)
+            .fold(f64::INFINITY, f64::min)
+    };
+    if thin && open_est - closed_best() > limit {
         return Decision::Wait;
     }
     send_behind(ctx, open_index, ahead)

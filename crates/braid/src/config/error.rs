@@ -61,7 +61,7 @@ impl ConfigError {
         };
         ConfigError {
             file: file.to_owned(),
-            line: span.map(|s| line_of(text, s.start)),
+            line: span.map(|s| line_of(text.as_bytes(), s.start)),
             field,
             message,
         }
@@ -70,7 +70,7 @@ impl ConfigError {
     pub fn invalid(file: &Path, text: &str, invalid: Invalid) -> ConfigError {
         ConfigError {
             file: file.to_owned(),
-            line: Some(line_of(text, invalid.span.start)),
+            line: Some(line_of(text.as_bytes(), invalid.span.start)),
             field: Some(invalid.field),
             message: invalid.message,
         }
@@ -78,13 +78,9 @@ impl ConfigError {
 }
 
 /// The 1-based line holding byte `offset`.
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
+pub(super) fn line_of(text: &[u8], offset: usize) -> usize {
     let offset = offset.min(text.len());
-    text.as_bytes()[..offset]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    text[..offset].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
 /// The name of the `[name]` table header (not `[[name]]`) at byte

@@ -92,7 +92,11 @@ pub fn load<T: DeserializeOwned + Validate>(path: &Path) -> Result<T, ConfigErro
 /// not exist), after the text is gone. `FILE` alone if it cannot be read.
 pub fn place(file: &Path, offset: usize) -> String {
     match read_bounded(file) {
-        Ok(text) => format!("{}:{}", file.display(), error::line_of(&text, offset)),
+        Ok(text) => format!(
+            "{}:{}",
+            file.display(),
+            error::line_of(text.as_bytes(), offset)
+        ),
         Err(_) => file.display().to_string(),
     }
 }
@@ -113,10 +117,7 @@ fn read_bounded(path: &Path) -> Result<String, ConfigError> {
         return Err(ConfigError::read(path, &e));
     }
     String::from_utf8(bytes).map_err(|e| {
-        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
+        let line = error::line_of(e.as_bytes(), e.utf8_error().valid_up_to());
         ConfigError::read(
             path,
             &std::io::Error::other(format!("line {line} is not valid UTF-8")),

@@ -63,12 +63,17 @@ pub enum Loaded {
     },
 }
 
+/// Adds `path` to an error's message.
+fn naming(path: &Path) -> impl Fn(io::Error) -> io::Error + Copy + '_ {
+    move |e| io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 /// How every file this writer writes begins.
 const OWN_PREFIX: &str = "{\"version\"";
 
 /// Reads the usage file at `path`.
 pub fn load(path: &Path) -> io::Result<Loaded> {
-    let annotate = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let annotate = naming(path);
     let foreign = |what: &str| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -124,7 +129,7 @@ fn read_bounded(path: &Path) -> io::Result<Option<String>> {
 
 /// Replaces the usage file at `path` with `usage`, atomically.
 pub fn save(path: &Path, usage: &BTreeMap<String, SavedUsage>) -> io::Result<()> {
-    let annotate = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let annotate = naming(path);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(annotate)?;
     }
