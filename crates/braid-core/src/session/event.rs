@@ -22,7 +22,8 @@ pub enum Event {
         reason: PathDownReason,
     },
     /// A packet train measured the path's rate in this end's sending
-    /// direction, IP bits per second; the path's estimates start from it.
+    /// direction, IP bits per second; the path's estimates start from it,
+    /// or, on a path held back as thin, rise to it and end the hold.
     PathMeasured {
         path: u8,
         bps: u64,
