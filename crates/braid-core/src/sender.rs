@@ -365,13 +365,6 @@ const MAX_RETURN_LEAD: Duration = Duration::from_secs(1);
 /// Copies waiting for a quicker path at most; more drop the oldest.
 const MAX_COPIES: usize = 64;
 
-/// A thin path that has sent nothing for this long while data waited is
-/// held back (`Sender::thin_hold_from`). What it still counts in flight
-/// then was sent in a fade, most of it lost: a 2-Mbit/s path that faded
-/// to 50 kbit/s kept 84 kB in flight for 7 s after the fade, its timeout
-/// stretched by the round trips the fade had measured.
-pub const THIN_HOLD: Duration = Duration::from_secs(1);
-
 /// How much later than it should a minor path's datagram that the receiver
 /// waits for may be acknowledged before a copy goes on a quicker path
 /// (see `Sender::mark_passed`).
@@ -552,38 +545,6 @@ impl Sender {
         if let Some(p) = self.paths.get_mut(path) {
             p.probe_rtt = Some(rtt);
         }
-    }
-
-    /// Whether path `path` is live and thin: its estimated rate, if any,
-    /// under `sched::THIN_SHARE` of the live paths'.
-    pub fn path_is_thin(&self, path: usize) -> bool {
-        let live = |i: usize| self.usable.contains(i) && !self.paths[i].is_suspect();
-        if path >= self.paths.len() || !live(path) {
-            return false;
-        }
-        let total = (0..self.paths.len())
-            .filter(|&i| live(i))
-            .filter_map(|i| self.paths[i].bandwidth_bps())
-            .sum();
-        crate::sched::is_thin(self.paths[path].bandwidth_bps(), total)
-    }
-
-    /// From when path `path` counts as held back as thin: `None` unless
-    /// data waits and the path is thin ([`Self::path_is_thin`]) by an
-    /// estimate that traffic or a failed train gave it (a path with
-    /// neither is tried first instead); then [`THIN_HOLD`] after the last
-    /// datagram it still has in flight, or at once with none.
-    /// Earliest-arrival gives such a path nothing it would deliver late,
-    /// so no traffic measures it again; the session's packet trains do
-    /// (`session::train`).
-    pub fn thin_hold_from(&self, path: usize) -> Option<Instant> {
-        let p = self.paths.get(path)?;
-        let measured = !p.rate_unmeasured() || p.train_failed;
-        let held = self.queued_bytes() > 0 && measured && self.path_is_thin(path);
-        held.then(|| {
-            p.newest_in_flight_sent()
-                .map_or(Instant::ZERO, |t| t + THIN_HOLD)
-        })
     }
 
     /// Payload bytes waiting, in both stages.

@@ -541,39 +541,6 @@ fn a_path_that_faded_carries_its_share_again_within_two_seconds() {
     }
 }
 
-/// A path thin from the start (50 kbit/s for 5 s, then 2 Mbit/s) beside
-/// 6 and 3 Mbit/s ones, under 110 % load. Earliest-arrival gives a thin
-/// path nothing it would deliver late, so nothing but a packet train can
-/// find that it came back: without the trains that re-measure a held
-/// path it carried nothing until 10.6 s (what it had in flight from the
-/// fade timed out then), with them it is measured at 8.2 s, by its third
-/// train (the second went into the fade's last second).
-#[test]
-fn a_thin_path_held_back_is_re_measured_and_carries_again() {
-    let thin_then_two =
-        Trace::from_rates("late", 20_000, |ms| if ms < 5_000 { 0.05 } else { 2.0 }).unwrap();
-    for download in [false, true] {
-        let late = PathSpec::parse_with("trace=late,40ms", |_| Ok(thin_then_two.clone())).unwrap();
-        let mut s = Scenario::new(vec![
-            PathSpec::parse("6mbit,10ms").unwrap(),
-            PathSpec::parse("3mbit,20ms").unwrap(),
-            late,
-        ]);
-        s.traffic = TrafficSpec::parse("cbr:110%").unwrap();
-        s.duration = secs(12.0);
-        s.resend_losses = true;
-        s.session = Some(SessionSpec {
-            download,
-            ..SessionSpec::default()
-        });
-        let r = run(&s).unwrap();
-        let held = mean_between(&r, &r.series.path_bps[2], 6.0, 8.0);
-        let back = mean_between(&r, &r.series.path_bps[2], 9.0, 10.0);
-        assert!(held < 0.2e6, "download {download}: {held} while held");
-        assert!(back > 1.6e6, "download {download}: {back} from 9 to 10 s");
-    }
-}
-
 /// One TCP flow over `paths` for 20 s from `start_s` seconds in, through
 /// the session with re-sends, at the tunnel's MTU.
 fn tcp_over(paths: &[&str], start_s: f64, download: bool) -> Report {

@@ -466,14 +466,6 @@ impl Controller for Bbr {
         true
     }
 
-    fn raise_bandwidth(&mut self, bps: f64) -> bool {
-        let higher = bps.is_finite() && self.max_bw.get().is_some_and(|m| bps > m);
-        if higher {
-            self.max_bw.update(self.bw_round, bps);
-        }
-        higher
-    }
-
     /// A path that has carried only light traffic lately (no full-load
     /// sample in its last rounds, an estimate below start-up's floor of ten
     /// packets per round trip) knows only that traffic's rate: it starts

@@ -65,13 +65,6 @@ pub trait Controller: fmt::Debug + Send {
     fn seed_bandwidth(&mut self, _bps: f64) -> bool {
         false
     }
-    /// A measurement of the path's rate made apart from the traffic after
-    /// this controller found the rate: taken where it is higher than the
-    /// controller's estimate (traffic it was not given could not show
-    /// it). Returns whether it took it.
-    fn raise_bandwidth(&mut self, _bps: f64) -> bool {
-        false
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -505,13 +505,6 @@ impl PathSender {
         Some(oldest.sent.max(self.last_progress) + Liveness::silence_span(&self.rtt) + held)
     }
 
-    /// When the last packet still counted in flight was sent.
-    pub fn newest_in_flight_sent(&self) -> Option<Instant> {
-        (self.bytes_in_flight > 0)
-            .then(|| self.in_flight.back().map(|p| p.sent))
-            .flatten()
-    }
-
     /// When the oldest packet in flight not declared lost was sent.
     pub fn oldest_live_sent(&self) -> Option<Instant> {
         Some(self.oldest_live()?.sent)
@@ -634,19 +627,17 @@ impl PathSender {
 
     /// A rate measured apart from the traffic (IP bits per second):
     /// taken by the controller if it has not found the rate itself, and
-    /// by the Kalman filter then or while it has no estimate. A path whose
-    /// rate traffic has found takes it only where it is higher: a train
-    /// re-measuring a path held back as thin (`session::train`) finds what
-    /// traffic could not. Returns whether anything took it.
+    /// by the Kalman filter then or while it has no estimate. Returns
+    /// whether anything took it.
     pub fn seed_rate(&mut self, bps: f64) -> bool {
         if !(bps.is_finite() && bps > 0.0) {
             return false;
         }
-        let cc = self.cc.seed_bandwidth(bps) || self.cc.raise_bandwidth(bps);
-        let current = self.kalman.estimate_bps();
-        let kalman = current.is_none_or(|k| bps > k);
+        let cc = self.cc.seed_bandwidth(bps);
+        let kalman = cc || self.rate_unmeasured();
         if kalman {
-            self.kalman.seed(bps);
+            let current = self.kalman.estimate_bps().unwrap_or(0.0);
+            self.kalman.seed(bps.max(current));
         }
         cc || kalman
     }
@@ -924,7 +915,7 @@ mod tests {
     }
 
     #[test]
-    fn a_seeded_rate_prices_an_unmeasured_path_and_a_later_one_only_raises() {
+    fn a_seeded_rate_prices_an_unmeasured_path_once() {
         let mut p = PathSender::new(0, 1.0, crate::cc::CcKind::Bbr.build());
         assert!(p.rate_unmeasured());
         for nonsense in [f64::NAN, f64::INFINITY, 0.0, -1.0] {
@@ -935,9 +926,8 @@ mod tests {
         assert!(!p.rate_unmeasured());
         assert_eq!(p.bandwidth_bps(), Some(20e6));
         assert_eq!(p.kalman.estimate_bps(), Some(20e6));
-        // Seeded: a lower second measurement is refused by both estimates.
-        assert!(!p.seed_rate(10e6));
-        assert_eq!(p.bandwidth_bps(), Some(20e6));
+        // Seeded: a second seed is refused by both estimates.
+        assert!(!p.seed_rate(40e6));
         assert_eq!(p.kalman.estimate_bps(), Some(20e6));
         // Light traffic, one packet per 10-ms round trip, for longer than
         // BBR's window: the seed still prices the path.
@@ -948,20 +938,12 @@ mod tests {
             p.on_ack(now, &ack(k as u32, 1), &mut OwdClock::for_sender());
         }
         assert_eq!(p.bandwidth_bps(), Some(20e6));
-        // A higher one (a train re-measuring a path held back as thin)
-        // raises both.
-        assert!(p.seed_rate(40e6));
-        assert_eq!(p.bandwidth_bps(), Some(40e6));
-        assert_eq!(p.kalman.estimate_bps(), Some(40e6));
         // A controller without a rate model still lets the Kalman filter
-        // take it, and raise it only.
+        // of an unmeasured path take it.
         let mut c = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
         assert!(c.seed_rate(5e6));
         assert_eq!(c.kalman.estimate_bps(), Some(5e6));
-        assert!(!c.seed_rate(4e6));
-        assert_eq!(c.kalman.estimate_bps(), Some(5e6));
-        assert!(c.seed_rate(6e6));
-        assert_eq!(c.kalman.estimate_bps(), Some(6e6));
+        assert!(!c.seed_rate(6e6));
     }
 
     #[test]

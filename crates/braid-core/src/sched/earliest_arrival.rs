@@ -60,6 +60,12 @@ const AHEAD_MARGIN: f64 = 0.8;
 
 /// Expected arrival of `bytes` sent next on `p`, in seconds from now,
 /// relative to the smallest one-way delay (`base_owd_us`).
+/// A path with less than this share of the live paths' estimated rate
+/// (or no estimate) is thin. Applied to every path, the rule it serves
+/// cost a transfer after light traffic over equal paths up to 0.016 of
+/// the ideal (`grid-light.sh`, 1:1 at 5/100 ms).
+const THIN_SHARE: f64 = 0.05;
+
 fn arrival_secs(p: &PathView, now: Instant, bytes: u64, base_owd_us: f64) -> f64 {
     let bw = p.bandwidth_bps.unwrap_or(0.0).max(1.0);
     let min_rtt = p.min_rtt.unwrap_or(Duration::ZERO).as_secs_f64();
@@ -203,16 +209,18 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     if ahead <= 0.0 {
         return Decision::Send(PathSet::one(open_index));
     }
-    // A thin path (see [`super::THIN_SHARE`]) gets no datagram it would deliver
+    // A thin path (see [`THIN_SHARE`]) gets no datagram it would deliver
     // more than the queue delay limit after a closed path could: the
     // receiver would hold every later number behind it, up to its hole
     // timeout, longer than an inner TCP waits. A 3G path whose train had
     // failed took 20-50 datagrams at a time in a TCP flow's start-up,
     // priced thousands of seconds away, and the inner TCP timed out
     // behind them (BENCHMARKS.md, "A thin path's far datagrams"). Trains
-    // measure it again meanwhile (`session::train`).
+    // measure it again when it comes back (`session::train`).
     let total: f64 = live().filter_map(|p| p.bandwidth_bps).sum();
-    let thin = super::is_thin(ctx.paths[open_index].bandwidth_bps, total);
+    let thin = ctx.paths[open_index]
+        .bandwidth_bps
+        .is_none_or(|bw| bw < THIN_SHARE * total);
     let closed_best = || {
         live()
             .filter(|p| !p.can_send && !p.stalled)

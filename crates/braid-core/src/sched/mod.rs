@@ -71,21 +71,6 @@ pub enum Decision {
     Drop,
 }
 
-/// A path with less than this share of the live paths' estimated rate
-/// (or no estimate) is thin: earliest-arrival gives it no datagram it
-/// would deliver past the queue delay limit, and the session re-measures
-/// it with packet trains while data waits and it carries none
-/// (`session::train`). Applied to every path, the first rule cost a
-/// transfer after light traffic over equal paths up to 0.016 of the ideal
-/// (`grid-light.sh`, 1:1 at 5/100 ms).
-pub(crate) const THIN_SHARE: f64 = 0.05;
-
-/// Whether a path estimated at `bps` is thin beside live paths whose
-/// estimates sum to `total_bps` (see [`THIN_SHARE`]).
-pub(crate) fn is_thin(bps: Option<f64>, total_bps: f64) -> bool {
-    bps.is_none_or(|bw| bw < THIN_SHARE * total_bps)
-}
-
 /// A scheduler's snapshot of one path.
 #[derive(Debug, Clone)]
 pub struct PathView {

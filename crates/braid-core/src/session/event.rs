@@ -22,8 +22,7 @@ pub enum Event {
         reason: PathDownReason,
     },
     /// A packet train measured the path's rate in this end's sending
-    /// direction, IP bits per second; the path's estimates start from it,
-    /// or, on a path held back as thin, rise to it and end the hold.
+    /// direction, IP bits per second; the path's estimates start from it.
     PathMeasured {
         path: u8,
         bps: u64,

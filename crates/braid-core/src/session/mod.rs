@@ -922,17 +922,8 @@ impl Session {
                 let measured = p.trains.on_report(report, ip_overhead);
                 self.sender
                     .set_train_failed(usize::from(path), p.trains.failed());
-                let taken =
-                    measured.filter(|&bps| self.sender.seed_path_rate(usize::from(path), bps));
-                let thin = self.sender.path_is_thin(usize::from(path));
-                let trains = &mut self.paths[usize::from(path)].trains;
-                // A train that re-measured a held path and left it thin
-                // (every few seconds while a fade lasts) is no news.
-                let news = taken.filter(|_| !(thin && trains.remeasuring()));
-                if taken.is_some() && !thin {
-                    trains.on_thick();
-                }
-                if let Some(bps) = news {
+                if let Some(bps) = measured {
+                    self.sender.seed_path_rate(usize::from(path), bps);
                     self.events.push_back(Event::PathMeasured {
                         path,
                         bps: bps as u64,
@@ -1229,7 +1220,6 @@ impl Session {
             take(self.down_deadline(i));
             take(self.probe_due(i));
             take(self.train_due(i));
-            take(self.remeasure_due(i));
             take(p.trains.report_due());
             take(p.trains.expires_at());
         }
@@ -1342,20 +1332,6 @@ impl Session {
             .map(|t| t.max(quiet + TRAIN_AFTER_QUIET))
     }
 
-    /// When path `i` next sends a train to re-measure it while the sender
-    /// holds it back as thin (`Sender::thin_hold_from`, see `train.rs`):
-    /// data or no data elsewhere, since it carries none.
-    fn remeasure_due(&self, i: usize) -> Option<Instant> {
-        let p = &self.paths[i];
-        let ready = self.config.path_trains
-            && p.state == PathState::Up
-            && !p.link_lost
-            && self.stream.is_none()
-            && self.keys.current.is_some();
-        let held = ready.then(|| self.sender.thin_hold_from(i)).flatten()?;
-        Some(held.max(p.trains.remeasure_due()))
-    }
-
     /// When a client next starts a handshake.
     fn handshake_due(&self) -> Option<Instant> {
         let Role::Client(client) = &self.role else {
@@ -1445,15 +1421,8 @@ impl Session {
                 self.sender
                     .set_train_failed(i, self.paths[i].trains.failed());
             }
-            let first = self.train_due(i).is_some_and(|t| t <= now);
-            let again = !first && self.remeasure_due(i).is_some_and(|t| t <= now);
-            if first || again {
-                let trains = &mut self.paths[i].trains;
-                let head = if again {
-                    trains.start_remeasure(now)
-                } else {
-                    trains.start(now)
-                };
+            if self.train_due(i).is_some_and(|t| t <= now) {
+                let head = self.paths[i].trains.start(now);
                 self.sender
                     .set_train_failed(i, self.paths[i].trains.failed());
                 let path = i as u8;

@@ -17,17 +17,6 @@
 //! that rate (`PathSender::seed_rate`). Once per path and session, tried
 //! again if no report comes back, never on a path whose rate traffic has
 //! already measured.
-//!
-//! But for one kind: a path held back as thin (`Sender::thin_hold_from`) while
-//! data waits. Earliest-arrival gives it nothing it would deliver late,
-//! so no traffic can find that it came back, or that the trickle it was
-//! measured by undersold it: a 2-Mbit/s path beside 6 + 3 Mbit/s ones,
-//! priced at 116 kbit/s by its first packets, carried nothing for a whole
-//! 10-Mbit/s transfer in the lab. Trains re-measure such a path, the first
-//! at once (a second after any train before it), then 2 s, 4 s and then
-//! every 8 s after the one before while it stays held
-//! ([`REMEASURE_BACKOFF_STEPS`]); their rate raises its estimates, never
-//! lowers them. It carries no data meanwhile, so no data meets a train.
 
 use std::time::Duration;
 
@@ -63,10 +52,6 @@ const MIN_SPAN: Duration = Duration::from_micros(200);
 /// packets' mean spacing, within these bounds.
 const QUIET_MIN: Duration = Duration::from_millis(20);
 const QUIET_MAX: Duration = Duration::from_millis(200);
-/// A held path's re-measuring trains wait [`TRAIN_RETRY`] doubled this
-/// many times at most after the one before: 46 kB per 8 s, 46 kbit/s, on
-/// a path that carries nothing else meanwhile.
-const REMEASURE_BACKOFF_STEPS: u32 = 3;
 /// No path measured faster than this is believed.
 const MAX_RATE_BPS: f64 = 100e9;
 
@@ -84,10 +69,6 @@ pub(crate) struct PathTrains {
     /// [`TRAIN_RETRY`], or it counted too few packets (not: too short a
     /// span).
     failed: bool,
-    /// When the last train left.
-    last_start: Option<Instant>,
-    /// Trains sent in a row to re-measure a held path.
-    remeasures: u32,
     receiving: Option<Receiving>,
 }
 
@@ -114,37 +95,8 @@ impl PathTrains {
         )
     }
 
-    /// When a train may go to re-measure the path while it is held back as
-    /// thin: at once the first time, then ever later (see the module's
-    /// documentation). Never within [`TRAIN_RETRY`] of the last train, so
-    /// never while one may still be reported.
-    pub(crate) fn remeasure_due(&self) -> Instant {
-        let wait = TRAIN_RETRY * (1 << self.remeasures.min(REMEASURE_BACKOFF_STEPS));
-        self.last_start.map_or(Instant::ZERO, |t| t + wait)
-    }
-
-    /// Starts a train that re-measures a held path (see
-    /// [`Self::remeasure_due`]).
-    pub(crate) fn start_remeasure(&mut self, now: Instant) -> TrainPacket {
-        self.remeasures = self.remeasures.saturating_add(1);
-        self.start(now)
-    }
-
-    /// A train found the path no longer thin: its next hold starts
-    /// re-measuring at once.
-    pub(crate) fn on_thick(&mut self) {
-        self.remeasures = 0;
-    }
-
-    /// Whether the trains lately were re-measures of a held path that
-    /// still found it thin.
-    pub(crate) fn remeasuring(&self) -> bool {
-        self.remeasures > 0
-    }
-
     /// Starts a train; returns its packets' common fields (index 0).
     pub(crate) fn start(&mut self, now: Instant) -> TrainPacket {
-        self.last_start = Some(now);
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         self.failed |= self.outstanding.is_some();
@@ -497,35 +449,5 @@ mod tests {
             r.on_packet(at_us(400), packet(2, TRAIN_PACKETS - 1), 1000),
             None
         );
-    }
-
-    /// A held path's re-measures: the first at once, then 2, 4 and 8 s
-    /// after the one before, never more than 8; once one finds the path no
-    /// longer thin, the next hold starts again a second after it.
-    #[test]
-    fn a_held_paths_trains_back_off_to_every_eight_seconds() {
-        let secs = |s: u64| at_us(s * 1_000_000);
-        let mut s = PathTrains::default();
-        assert_eq!(s.remeasure_due(), Instant::ZERO);
-        let mut at = secs(10);
-        for wait in [2, 4, 8, 8, 8] {
-            let head = s.start_remeasure(at);
-            assert!(s.remeasuring());
-            let report = TrainReport {
-                id: head.id,
-                received: 2,
-                bytes: 2900,
-                span_us: 400_000,
-            };
-            assert_eq!(s.on_report(report, 28), None, "too few: still thin");
-            assert_eq!(s.remeasure_due(), at + Duration::from_secs(wait));
-            at += Duration::from_secs(wait);
-        }
-        // One left without a report counts the same.
-        s.start_remeasure(at);
-        assert_eq!(s.remeasure_due(), at + Duration::from_secs(8));
-        s.on_thick();
-        assert!(!s.remeasuring());
-        assert_eq!(s.remeasure_due(), at + TRAIN_RETRY);
     }
 }
