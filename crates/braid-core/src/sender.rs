@@ -1085,6 +1085,7 @@ impl Sender {
             queueing: p.owd.queueing(now),
             bandwidth_bps: p.bandwidth_bps(),
             kalman_bps: p.kalman.estimate_bps(),
+            rate_shown: p.rate_shown(),
             express_share: p.express_share(now),
             cost: p.cost,
             overflow: self.config.paths[i].overflow,

@@ -98,6 +98,8 @@ pub struct PathSender {
     pub probe_rtt: Option<Duration>,
     /// See `PathView::train_failed`; set by the session.
     pub train_failed: bool,
+    /// See `PathView::rate_shown`.
+    rate_shown: bool,
     pub owd: OwdEstimator,
     pub kalman: KalmanRate,
     pub express: ExpressRate,
@@ -145,6 +147,7 @@ impl PathSender {
             rtt: RttEstimator::default(),
             probe_rtt: None,
             train_failed: false,
+            rate_shown: false,
             owd: OwdEstimator::default(),
             kalman: KalmanRate::default(),
             express: ExpressRate::default(),
@@ -465,6 +468,7 @@ impl PathSender {
             .then(|| (self.delivered - p.delivered) as f64 * 8.0 / interval.as_secs_f64());
         if let Some(r) = rate.filter(|_| !p.app_limited) {
             self.kalman.on_sample(r);
+            self.rate_shown |= !p.underused;
         }
         self.cc.on_ack(
             now,
@@ -639,7 +643,13 @@ impl PathSender {
             let current = self.kalman.estimate_bps().unwrap_or(0.0);
             self.kalman.seed(bps.max(current));
         }
+        self.rate_shown |= cc || kalman;
         cc || kalman
+    }
+
+    /// See `PathView::rate_shown`.
+    pub fn rate_shown(&self) -> bool {
+        self.rate_shown
     }
 
     /// Bandwidth estimate for schedulers: the controller's, else the Kalman filter's.
@@ -978,6 +988,30 @@ mod tests {
         }
         let marks: Vec<bool> = p.in_flight.iter().map(|s| s.underused).collect();
         assert_eq!(marks, [true, true, false, false]);
+    }
+
+    /// A rate sample shows the path's rate only when the path was loaded:
+    /// not app-limited, and not underused. A seed shows it too.
+    #[test]
+    fn only_a_loaded_sample_or_a_seed_shows_the_rate() {
+        let t0 = Instant::from_nanos(1_000_000_000);
+        let ms = Duration::from_millis;
+        let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        let quarter = p.cc.cwnd_bytes() / 4;
+        // Alone in flight: underused. Its sample feeds the Kalman filter,
+        // but shows nothing.
+        p.on_sent(t0, 0, 1000, false);
+        p.on_ack(t0 + ms(20), &ack(0, 0), &mut OwdClock::for_sender());
+        assert!(p.kalman.estimate_bps().is_some());
+        assert!(!p.rate_shown());
+        // A quarter of the window in flight before the second: loaded.
+        p.on_sent(t0 + ms(20), 1, quarter, false);
+        p.on_sent(t0 + ms(20), 2, 1000, false);
+        p.on_ack(t0 + ms(40), &ack(2, 0b1), &mut OwdClock::for_sender());
+        assert!(p.rate_shown());
+        let mut seeded = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+        assert!(seeded.seed_rate(5e6));
+        assert!(seeded.rate_shown());
     }
 
     #[test]

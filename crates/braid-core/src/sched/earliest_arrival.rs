@@ -216,11 +216,16 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     // failed took 20-50 datagrams at a time in a TCP flow's start-up,
     // priced thousands of seconds away, and the inner TCP timed out
     // behind them (BENCHMARKS.md, "A thin path's far datagrams"). Trains
-    // measure it again when it comes back (`session::train`).
+    // measure it again when it comes back (`session::train`). Only a path
+    // known to be thin, though: by a failed train or by its rate under
+    // load (`PathView::rate_shown`). A 2-Mbit/s lab path beside 6 and 3
+    // Mbit/s ones, priced at 116 kbit/s by the few packets it had been
+    // given, got nothing more for a whole 10-Mbit/s transfer, and nothing
+    // could show its rate (BENCHMARKS.md, "A thin path's far datagrams").
+    let open = &ctx.paths[open_index];
     let total: f64 = live().filter_map(|p| p.bandwidth_bps).sum();
-    let thin = ctx.paths[open_index]
-        .bandwidth_bps
-        .is_none_or(|bw| bw < THIN_SHARE * total);
+    let thin = (open.train_failed || open.rate_shown)
+        && open.bandwidth_bps.is_none_or(|bw| bw < THIN_SHARE * total);
     let closed_best = || {
         live()
             .filter(|p| !p.can_send && !p.stalled)
@@ -336,6 +341,7 @@ mod tests {
             queueing: Duration::ZERO,
             bandwidth_bps: Some(8e6),
             kalman_bps: None,
+            rate_shown: false,
             express_share: 0.0,
             cost: 1.0,
             overflow: false,
@@ -378,6 +384,7 @@ mod tests {
             queueing: Duration::ZERO,
             bandwidth_bps: Some(bps),
             kalman_bps: Some(bps),
+            rate_shown: true,
             express_share: 0.0,
             cost: 1.0,
             overflow: false,
@@ -398,8 +405,9 @@ mod tests {
 
     /// The fixed line (8 Mbit/s, 10 ms one way) has a full window and a
     /// backlog waits; the open path is `bps` fast (`None`: unmeasured, its
-    /// train failed) and `owd_ms` away.
-    fn backlog_pick(bps: Option<f64>, owd_ms: u64) -> Decision {
+    /// train failed), shown so under load, and `owd_ms` away; `edit`
+    /// changes the paths.
+    fn backlog_pick(bps: Option<f64>, owd_ms: u64, edit: impl Fn(&mut PathView)) -> Decision {
         let now = Instant::from_nanos(1_000_000_000);
         let path = |index: usize, bps: Option<f64>, owd_ms: u64| PathView {
             index,
@@ -416,13 +424,15 @@ mod tests {
             queueing: Duration::ZERO,
             bandwidth_bps: bps,
             kalman_bps: bps,
+            rate_shown: bps.is_some(),
             express_share: 0.0,
             cost: 1.0,
             overflow: false,
             suspect: false,
             stalled: false,
         };
-        let paths = [path(0, Some(8e6), 10), path(1, bps, owd_ms)];
+        let mut paths = [path(0, Some(8e6), 10), path(1, bps, owd_ms)];
+        paths.iter_mut().for_each(edit);
         let ctx = SchedContext {
             now,
             paths: &paths,
@@ -438,19 +448,24 @@ mod tests {
         let behind = |d: Decision| matches!(d, Decision::SendBehind { path: 1, .. });
         // A 2 Mbit/s path, a fifth of the bond, takes what the fixed line
         // cannot carry within the limit, however far: it is no thin path.
-        assert!(behind(backlog_pick(Some(2e6), 50)));
-        assert!(behind(backlog_pick(Some(2e6), 150)));
+        assert!(behind(backlog_pick(Some(2e6), 50, |_| ())));
+        assert!(behind(backlog_pick(Some(2e6), 150, |_| ())));
         // A 3G path in a fade (30 kbit/s, under 5 % of the bond) would
         // deliver a datagram 0.4 s late, and one whose train failed at no
         // known time: the receiver would hold every later number behind
         // it, so nothing goes.
-        assert_eq!(backlog_pick(Some(30e3), 50), Decision::Wait);
-        assert_eq!(backlog_pick(None, 50), Decision::Wait);
+        assert_eq!(backlog_pick(Some(30e3), 50, |_| ()), Decision::Wait);
+        assert_eq!(backlog_pick(None, 50, |_| ()), Decision::Wait);
         // A thin path near enough still carries: 300 kbit/s delivers a
         // datagram 37 ms after its 40 ms lead, within the limit; 70 ms
         // further, not.
-        assert!(behind(backlog_pick(Some(300e3), 50)));
-        assert_eq!(backlog_pick(Some(300e3), 80), Decision::Wait);
+        assert!(behind(backlog_pick(Some(300e3), 50, |_| ())));
+        assert_eq!(backlog_pick(Some(300e3), 80, |_| ()), Decision::Wait);
+        // Priced at 30 kbit/s by light traffic alone (no sample under
+        // load, no train): not known to be thin, it takes what the fixed
+        // line cannot carry, and that shows its rate.
+        let unshown = |p: &mut PathView| p.rate_shown = p.index == 0;
+        assert!(behind(backlog_pick(Some(30e3), 50, unshown)));
     }
 
     #[test]

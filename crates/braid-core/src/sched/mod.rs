@@ -102,6 +102,12 @@ pub struct PathView {
     pub bandwidth_bps: Option<f64>,
     /// Kalman-filtered delivery rate (paper batcp).
     pub kalman_bps: Option<f64>,
+    /// A sample taken with the path loaded (neither app-limited nor with
+    /// under a quarter of its window in flight) or a packet train has
+    /// shown its rate. Light traffic's samples show only what it was
+    /// given: a path the scheduler passed over, priced by them, is not
+    /// known to be thin.
+    pub rate_shown: bool,
     /// Share of the path's sending rate that express datagrams (sparse
     /// flows' packets, which overtake whatever waits for it) took lately.
     pub express_share: f64,

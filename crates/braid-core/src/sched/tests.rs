@@ -29,6 +29,7 @@ fn view(index: usize) -> PathView {
         queueing: Duration::ZERO,
         bandwidth_bps: Some(10e6),
         kalman_bps: Some(10e6),
+        rate_shown: true,
         express_share: 0.0,
         cost: 1.0,
         overflow: false,
