@@ -110,3 +110,54 @@ fn a_bad_metrics_address_fails_before_the_tunnel_device_is_made() {
     assert!(err.contains("metrics 192.0.2.1:9851: "), "{err}");
     assert!(!socket.exists(), "the control socket was left behind");
 }
+
+/// A `listen` address the server cannot bind (no interface holds it) is
+/// named with its line, before anything else is set up.
+#[test]
+fn a_listen_address_that_cannot_be_bound_is_named_with_its_line() {
+    let server = format!(
+        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
+         listen = [\"192.0.2.1:51899\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n{PEER}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "listen.toml", &server);
+    let out = braid(&["server", "--config", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("listen.toml:2: listen 192.0.2.1:51899: "),
+        "{err}"
+    );
+}
+
+/// A `[tunnel] name` another device has (here `lo`) is named with its
+/// line. Making a TUN device needs CAP_NET_ADMIN: as root only.
+#[test]
+fn a_tunnel_name_another_device_has_is_named_with_its_line() {
+    if !running_as_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("ctl.sock");
+    let server = format!(
+        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
+         listen = [\"127.0.0.1:51899\"]\ncontrol_socket = \"{}\"\n\
+         [tunnel]\nname = \"lo\"\nipv4 = \"10.77.0.1/24\"\n{PEER}",
+        socket.display()
+    );
+    let path = write(&dir, "name.toml", &server);
+    let err = one_line_error(&braid(&["server", "--config", path.to_str().unwrap()]));
+    assert!(err.contains("name.toml:5: [tunnel] name: "), "{err}");
+    assert!(!socket.exists(), "the control socket was left behind");
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|ids| ids.split_whitespace().next() == Some("0"))
+        })
+        .unwrap_or(false)
+}

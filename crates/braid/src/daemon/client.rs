@@ -219,7 +219,7 @@ async fn serve(
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
     let metrics = super::bind_metrics(config.metrics).await?;
-    let tun = create_tun(config.tunnel.get_ref(), mtu)?;
+    let tun = create_tun(file, config.tunnel.get_ref(), mtu)?;
     // Held to the end of this function: dropping it removes the routes.
     let _installed_routing = routing_plan
         .map(|plan| routing::install(&plan, tun.name()))

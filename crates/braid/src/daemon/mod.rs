@@ -24,6 +24,7 @@ mod server_name;
 mod status_json;
 pub(crate) mod throttle;
 
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use braid_core::session::{tunnel_mtu, SessionConfig};
@@ -135,7 +136,9 @@ fn configured_mtu(tunnel: &TunnelConfig, default_mtu: impl FnOnce() -> u16) -> u
 /// it after everything else a config can get wrong (session, data caps,
 /// control socket, metrics), so that such a mistake fails before any
 /// device or route exists.
-fn create_tun(tunnel: &TunnelConfig, mtu: u16) -> Result<Tun, Failure> {
+/// The tunnel's TUN device; a name another device has is named with its
+/// line in `file`, the config.
+fn create_tun(file: &Path, tunnel: &TunnelConfig, mtu: u16) -> Result<Tun, Failure> {
     let address =
         |family: &Option<toml::Spanned<TunnelAddr>>| family.as_ref().map(|a| a.get_ref().0);
     let config = TunConfig {
@@ -152,7 +155,10 @@ fn create_tun(tunnel: &TunnelConfig, mtu: u16) -> Result<Tun, Failure> {
         offload: tunnel.offload,
     };
     let tun = Tun::create(&config).map_err(|e| match e {
-        TunError::NameTaken(_) => Failure::Usage(format!("[tunnel] name: {e}")),
+        TunError::NameTaken(_) => Failure::Usage(format!(
+            "{}: [tunnel] name: {e}",
+            crate::config::place(file, tunnel.name.span().start)
+        )),
         e => Failure::Runtime(e.to_string()),
     })?;
     Ok(tun)

@@ -4,7 +4,7 @@
 //! client whose addresses hold their destination.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Endpoint, EndpointConfig, Event, PathDownReason, PeerId};
@@ -75,13 +75,17 @@ pub fn run(args: &ServerArgs) -> Result<(), Failure> {
     }
     super::init_logging();
     let runtime = super::runtime().map_err(|e| Failure::Runtime(format!("runtime: {e}")))?;
-    tokio::task::LocalSet::new().block_on(&runtime, serve(config))
+    tokio::task::LocalSet::new().block_on(&runtime, serve(&args.config, config))
 }
 
-async fn serve(config: ServerConfig) -> Result<(), Failure> {
+async fn serve(file: &Path, config: ServerConfig) -> Result<(), Failure> {
     let mut sockets = Vec::new();
     for &addr in config.listen.get_ref() {
-        sockets.push(PathSocket::listen(addr).map_err(|e| Failure::Runtime(e.to_string()))?);
+        let socket = PathSocket::listen(addr).map_err(|e| {
+            let at = config::place(file, config.listen.span().start);
+            Failure::Runtime(format!("{at}: listen {addr}: {e}"))
+        })?;
+        sockets.push(socket);
     }
     let mtu = configured_mtu(config.tunnel.get_ref(), default_tunnel_mtu);
     let peers: Vec<Peer> = config
@@ -121,7 +125,7 @@ async fn serve(config: ServerConfig) -> Result<(), Failure> {
     let control = ControlSocket::bind(&config.control_socket())
         .map_err(|e| Failure::Runtime(format!("control socket: {e}")))?;
     let metrics = super::bind_metrics(config.metrics).await?;
-    let tun = create_tun(config.tunnel.get_ref(), mtu)?;
+    let tun = create_tun(file, config.tunnel.get_ref(), mtu)?;
     // Deleted again when `serve` returns, on a signal or an error.
     let _nat = nat::start(&config, tun.name())?;
     info!(
