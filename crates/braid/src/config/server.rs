@@ -10,7 +10,7 @@ use toml::Spanned;
 use braid_core::crypto::{PresharedKey, PrivateKey, PublicKey};
 
 use super::tunnel::TunnelConfig;
-use super::values::Key;
+use super::values::{Key, ListenAddr};
 use super::{Invalid, Validate};
 
 /// Default control socket of a server.
@@ -22,7 +22,7 @@ pub struct ServerConfig {
     /// The server's static private key (base64, `braid genkey`).
     pub private_key: Key<PrivateKey>,
     /// UDP addresses to listen on, `ADDR:PORT` (IPv6 as `[ADDR]:PORT`).
-    pub listen: Spanned<Vec<SocketAddr>>,
+    pub listen: Spanned<Vec<ListenAddr>>,
     pub tunnel: Spanned<TunnelConfig>,
     /// Masquerade the tunnel's traffic out of an uplink (nftables).
     pub nat: Option<Nat>,
@@ -70,14 +70,14 @@ impl Validate for ServerConfig {
                 "at least one listen address is needed",
             ));
         }
-        if let Some(addr) = self.listen.get_ref().iter().find(|a| a.port() == 0) {
+        if let Some(ListenAddr(addr)) = self.listen.get_ref().iter().find(|a| a.0.port() == 0) {
             return Err(Invalid::new(
                 self.listen.span(),
                 "listen",
                 format!("{addr}: port 0 (the system would pick a port no client knows; give the port clients name in their endpoint, such as 51820)"),
             ));
         }
-        if let Some(addr) = super::repeated(self.listen.get_ref(), |a| **a) {
+        if let Some(ListenAddr(addr)) = super::repeated(self.listen.get_ref(), |a| **a) {
             return Err(Invalid::new(
                 self.listen.span(),
                 "listen",

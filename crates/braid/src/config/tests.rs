@@ -176,6 +176,19 @@ fn a_bad_value_names_its_field_and_line() {
         err.starts_with("c.toml:9: field `data_cap`: invalid data cap"),
         "{err}"
     );
+    for (cap, says) in [
+        ("0GB/day", "at least one byte"),
+        ("0.5B/month", "at least one byte"),
+        ("99999999999TiB/month", "more than any path carries"),
+    ] {
+        let text = CLIENT.replace(
+            "interface = \"eth0\"",
+            &format!("interface = \"eth0\"\ndata_cap = \"{cap}\""),
+        );
+        let err = client_err(&text);
+        assert!(err.starts_with("c.toml:9: field `data_cap`: "), "{err}");
+        assert!(err.contains(says), "{cap}: {err}");
+    }
 
     let text = CLIENT.replace("192.0.2.1:51820", "192.0.2.1");
     let err = client_err(&text);
@@ -380,6 +393,16 @@ fn a_listen_address_twice_or_on_port_0_or_an_empty_usage_file_is_refused_by_name
         err.starts_with("s.toml:2: field `listen`: 0.0.0.0:0: port 0"),
         "{err}"
     );
+    // No port, or a name: the message shows what an address looks like.
+    for addr in ["0.0.0.0", "localhost:51820"] {
+        let err = server_err(&SERVER.replace("0.0.0.0:51820", addr));
+        assert!(
+            err.starts_with(&format!(
+                "s.toml:2: field `listen`: invalid listen address \"{addr}\": expected IP:PORT"
+            )),
+            "{err}"
+        );
+    }
     let err = client_err(&format!("usage_file = \"\"\n{CLIENT}"));
     assert!(
         err.starts_with("c.toml:1: field `usage_file`: \"\" names no file"),

@@ -2,7 +2,7 @@
 //! reports a bad value at its own line.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use braid_core::crypto::{KeyError, PresharedKey, PrivateKey, PublicKey};
 
@@ -57,6 +57,23 @@ pub enum Period {
     Month,
 }
 
+/// A UDP address the server listens on: `IP:PORT`, IPv6 as `[IP]:PORT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct ListenAddr(pub SocketAddr);
+
+impl TryFrom<String> for ListenAddr {
+    type Error = String;
+    fn try_from(text: String) -> Result<ListenAddr, String> {
+        text.parse().map(ListenAddr).map_err(|_| {
+            format!(
+                "invalid listen address {text:?}: expected IP:PORT, such as \"0.0.0.0:51820\" \
+                 or \"[::]:51820\" (a name is not looked up)"
+            )
+        })
+    }
+}
+
 /// A data cap: after `bytes` in one `period`, the path is demoted to backup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "String")]
@@ -99,8 +116,18 @@ impl TryFrom<String> for DataCap {
             _ => return Err(err()),
         };
         let bytes = number * scale;
-        if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
-            return Err(err());
+        if bytes < 1.0 {
+            return Err(format!(
+                "invalid data cap {text:?}: at least one byte (a path that should carry \
+                 nothing is role = \"backup\")"
+            ));
+        }
+        // 16 EiB: no cap a path could reach.
+        if bytes >= u64::MAX as f64 {
+            return Err(format!(
+                "invalid data cap {text:?}: more than any path carries (leave data_cap out \
+                 for no cap)"
+            ));
         }
         Ok(DataCap {
             bytes: bytes as u64,

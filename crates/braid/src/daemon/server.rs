@@ -21,6 +21,7 @@ use super::nat;
 use super::throttle::{Refused, RefusedHandshakes};
 use super::{configured_mtu, create_tun, default_tunnel_mtu, os_seed, session_config, status_json};
 use crate::config::server::ServerConfig;
+use crate::config::values::ListenAddr;
 use crate::config::{self};
 use crate::Failure;
 
@@ -80,7 +81,7 @@ pub fn run(args: &ServerArgs) -> Result<(), Failure> {
 
 async fn serve(file: &Path, config: ServerConfig) -> Result<(), Failure> {
     let mut sockets = Vec::new();
-    for &addr in config.listen.get_ref() {
+    for &ListenAddr(addr) in config.listen.get_ref() {
         let socket = PathSocket::listen(addr).map_err(|e| {
             let at = config::place(file, config.listen.span().start);
             Failure::Runtime(format!("{at}: listen {addr}: {e}"))
@@ -132,7 +133,7 @@ async fn serve(file: &Path, config: ServerConfig) -> Result<(), Failure> {
         tun = tun.name(),
         metrics = ?metrics.as_ref().and_then(|l| l.local_addr().ok()),
         mtu,
-        listen = ?config.listen.get_ref(),
+        listen = ?config.listen.get_ref().iter().map(|a| a.0).collect::<Vec<_>>(),
         peers = peers.len(),
         "server started"
     );
