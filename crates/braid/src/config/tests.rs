@@ -176,6 +176,14 @@ fn a_bad_value_names_its_field_and_line() {
         err.starts_with("c.toml:9: field `data_cap`: invalid data cap"),
         "{err}"
     );
+    // One byte is the smallest cap.
+    assert_eq!(
+        DataCap::try_from("1B/day".to_owned()),
+        Ok(DataCap {
+            bytes: 1,
+            period: Period::Day
+        })
+    );
     for (cap, says) in [
         ("0GB/day", "at least one byte"),
         ("0.5B/month", "at least one byte"),
