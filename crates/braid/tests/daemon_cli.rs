@@ -31,6 +31,11 @@ const CLIENT: &str = "private_key = \"AlysX+WJqMQ8zAiklyPA2EhTBP+wt+Y7nxUuA1mb7G
 /// The one client a test server serves (a server without a peer is refused).
 const PEER: &str = "[[peer]]\npublic_key = \"cD+3h/LfNRMz1ev65aN3biwobLWdo+N1ERuiq1ckGSk=\"\nallowed = [\"10.77.0.2/32\"]\n";
 
+/// A server config: its private key on line 1, then `body`, then [`PEER`].
+fn server_config(body: &str) -> String {
+    format!("private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n{body}{PEER}")
+}
+
 #[test]
 fn a_malformed_config_fails_with_file_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,9 +51,8 @@ fn a_malformed_config_fails_with_file_line_and_field() {
 
 #[test]
 fn a_missing_nat_uplink_is_named_at_start() {
-    let server = format!(
-        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-         listen = [\"127.0.0.1:51897\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n{PEER}"
+    let server = server_config(
+        "listen = [\"127.0.0.1:51897\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n[nat]\nuplink = \"nosuchif0\"\n",
     );
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, "nat.toml", &server);
@@ -92,12 +96,11 @@ fn status_without_a_daemon_names_the_socket_and_fails() {
 fn a_bad_metrics_address_fails_before_the_tunnel_device_is_made() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("ctl.sock");
-    let server = format!(
-        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-         listen = [\"127.0.0.1:51898\"]\ncontrol_socket = \"{}\"\nmetrics = \"192.0.2.1:9851\"\n\
-         [tunnel]\nname = \"braidmtest0\"\nipv4 = \"10.77.0.1/24\"\n{PEER}",
+    let server = server_config(&format!(
+        "listen = [\"127.0.0.1:51898\"]\ncontrol_socket = \"{}\"\nmetrics = \"192.0.2.1:9851\"\n\
+         [tunnel]\nname = \"braidmtest0\"\nipv4 = \"10.77.0.1/24\"\n",
         socket.display()
-    );
+    ));
     let path = write(&dir, "metrics.toml", &server);
     let out = Command::new("setpriv")
         .args(["--bounding-set", "-net_admin", "--inh-caps", "-net_admin"])
@@ -115,10 +118,8 @@ fn a_bad_metrics_address_fails_before_the_tunnel_device_is_made() {
 /// named with its line, before anything else is set up.
 #[test]
 fn a_listen_address_that_cannot_be_bound_is_named_with_its_line() {
-    let server = format!(
-        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-         listen = [\"192.0.2.1:51899\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n{PEER}"
-    );
+    let server =
+        server_config("listen = [\"192.0.2.1:51899\"]\n[tunnel]\nipv4 = \"10.77.0.1/24\"\n");
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, "listen.toml", &server);
     let out = braid(&["server", "--config", path.to_str().unwrap()]);
@@ -134,30 +135,18 @@ fn a_listen_address_that_cannot_be_bound_is_named_with_its_line() {
 /// line. Making a TUN device needs CAP_NET_ADMIN: as root only.
 #[test]
 fn a_tunnel_name_another_device_has_is_named_with_its_line() {
-    if !running_as_root() {
+    if !braid_lab::root_guard::have_root_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("ctl.sock");
-    let server = format!(
-        "private_key = \"OvrnGSIVl2rdwtyoSSp8GyveXsq33GAVbFdk/UfjaCI=\"\n\
-         listen = [\"127.0.0.1:51899\"]\ncontrol_socket = \"{}\"\n\
-         [tunnel]\nname = \"lo\"\nipv4 = \"10.77.0.1/24\"\n{PEER}",
+    let server = server_config(&format!(
+        "listen = [\"127.0.0.1:51899\"]\ncontrol_socket = \"{}\"\n\
+         [tunnel]\nname = \"lo\"\nipv4 = \"10.77.0.1/24\"\n",
         socket.display()
-    );
+    ));
     let path = write(&dir, "name.toml", &server);
     let err = one_line_error(&braid(&["server", "--config", path.to_str().unwrap()]));
     assert!(err.contains("name.toml:5: [tunnel] name: "), "{err}");
     assert!(!socket.exists(), "the control socket was left behind");
-}
-
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|ids| ids.split_whitespace().next() == Some("0"))
-        })
-        .unwrap_or(false)
 }

@@ -223,9 +223,11 @@ fn pick_among(ctx: &SchedContext<'_>, allowed: &dyn Fn(&PathView) -> bool) -> De
     // given, got nothing more for a whole 10-Mbit/s transfer, and nothing
     // could show its rate (BENCHMARKS.md, "A thin path's far datagrams").
     let open = &ctx.paths[open_index];
-    let total: f64 = live().filter_map(|p| p.bandwidth_bps).sum();
+    let total = || live().filter_map(|p| p.bandwidth_bps).sum::<f64>();
     let thin = (open.train_failed || open.rate_shown)
-        && open.bandwidth_bps.is_none_or(|bw| bw < THIN_SHARE * total);
+        && open
+            .bandwidth_bps
+            .is_none_or(|bw| bw < THIN_SHARE * total());
     let closed_best = || {
         live()
             .filter(|p| !p.can_send && !p.stalled)

@@ -135,8 +135,7 @@ fn configured_mtu(tunnel: &TunnelConfig, default_mtu: impl FnOnce() -> u16) -> u
 /// Creates the TUN device `tunnel` describes, with `mtu`. The daemons call
 /// it after everything else a config can get wrong (session, data caps,
 /// control socket, metrics), so that such a mistake fails before any
-/// device or route exists.
-/// The tunnel's TUN device; a name another device has is named with its
+/// device or route exists. A name another device has is named with its
 /// line in `file`, the config.
 fn create_tun(file: &Path, tunnel: &TunnelConfig, mtu: u16) -> Result<Tun, Failure> {
     let address =
