@@ -5,6 +5,8 @@
 //!   (`SO_BINDTODEVICE`) or source address, so that each path leaves through
 //!   its own link whatever the routing table says. Receive and send go
 //!   through `quinn-udp` (recvmmsg, GRO, GSO) into buffers allocated once.
+//!   A client path's socket collects the ICMP errors its datagrams brought
+//!   back ([`DeliveryErrors`]).
 //! - [`RecvBatch`]: those buffers, and an iterator over the datagrams one
 //!   receive call brought in.
 //! - [`TransmitBatch`]: datagrams on their way out, consecutive ones for
@@ -20,6 +22,7 @@
 //!   follows its links as they come and go.
 
 mod batch;
+mod delivery_error;
 mod error;
 mod interfaces;
 mod link_status;
@@ -29,6 +32,7 @@ mod transmit_batch;
 mod tun;
 
 pub use batch::{Datagram, RecvBatch, MAX_DATAGRAM_BYTES};
+pub use delivery_error::{DeliveryError, DeliveryErrors, DeliveryProblem};
 pub use error::{SocketError, TunError};
 pub use interfaces::{
     interface_mtu, is_valid_interface_name, usable_interfaces, Interface, InterfaceList,

@@ -5,7 +5,10 @@
 //! the routing table says) or to a source address. A server listens on one
 //! socket per listen address. Receive and send go through `quinn-udp`:
 //! recvmmsg and GRO in, GSO out, so one system call moves many datagrams.
+//! A client path's socket also collects the ICMP errors its datagrams
+//! brought back ([`DeliveryErrors`]).
 
+use std::cell::Cell;
 use std::ffi::CString;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -16,6 +19,7 @@ use tokio::io::Interest;
 use tokio::net::UdpSocket;
 
 use crate::batch::RecvBatch;
+use crate::delivery_error::{DeliveryError, DeliveryErrors};
 use crate::error::SocketError;
 
 /// What pins a client path to its link.
@@ -30,11 +34,28 @@ pub enum Binding {
 /// Socket buffer size asked for: a burst of a few milliseconds at a Gbit/s.
 const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 
+/// ICMP errors read from the kernel's queue at a time: the queue is
+/// bounded by the receive buffer, the work per wake-up by this.
+const ERRORS_PER_DRAIN: usize = 64;
+
 pub struct PathSocket {
     io: UdpSocket,
     state: UdpSocketState,
     /// Where it is bound, read once (a server asks for every datagram).
     local: SocketAddr,
+    /// What the kernel's error queue held, since the owner last asked.
+    delivery_errors: Cell<Option<DeliveryErrors>>,
+}
+
+/// Whether a socket asks the kernel for the ICMP errors its datagrams
+/// bring back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reports {
+    /// A client path: one server, whose silence the user wants explained.
+    DeliveryErrors,
+    /// A server: an error about one of many peers is no event, and would
+    /// cost a failed call on the data path.
+    None,
 }
 
 impl PathSocket {
@@ -50,7 +71,7 @@ impl PathSocket {
             Binding::Source(ip) => SocketAddr::new(*ip, 0),
         };
         bind(&socket, local)?;
-        PathSocket::from_socket(socket)
+        PathSocket::from_socket(socket, Reports::DeliveryErrors)
     }
 
     /// A client path's socket for a link that is not there yet (see
@@ -76,7 +97,7 @@ impl PathSocket {
             }
         };
         bind(&socket, local)?;
-        PathSocket::from_socket(socket)
+        PathSocket::from_socket(socket, Reports::DeliveryErrors)
     }
 
     /// Pins the socket to its link again, once the link is there: for an
@@ -95,10 +116,10 @@ impl PathSocket {
     pub fn listen(addr: SocketAddr) -> Result<PathSocket, SocketError> {
         let socket = new_socket(addr)?;
         bind(&socket, addr)?;
-        PathSocket::from_socket(socket)
+        PathSocket::from_socket(socket, Reports::None)
     }
 
-    fn from_socket(socket: Socket) -> Result<PathSocket, SocketError> {
+    fn from_socket(socket: Socket, reports: Reports) -> Result<PathSocket, SocketError> {
         socket.set_nonblocking(true)?;
         let state = UdpSocketState::new((&socket).into())?;
         // Larger buffers absorb bursts; the kernel caps them at its
@@ -106,9 +127,41 @@ impl PathSocket {
         let _ = state.set_recv_buffer_size((&socket).into(), SOCKET_BUFFER_BYTES);
         let _ = state.set_send_buffer_size((&socket).into(), SOCKET_BUFFER_BYTES);
         allow_fragmentation(&socket)?;
+        if reports == Reports::DeliveryErrors {
+            state.enable_transport_errors((&socket).into())?;
+        }
         let io = UdpSocket::from_std(socket.into())?;
         let local = io.local_addr()?;
-        Ok(PathSocket { io, state, local })
+        Ok(PathSocket {
+            io,
+            state,
+            local,
+            delivery_errors: Cell::new(None),
+        })
+    }
+
+    /// The ICMP errors (port or host unreachable, ...) that came back for
+    /// this socket's datagrams since the last call. Only a client path's
+    /// socket collects them.
+    pub fn take_delivery_errors(&self) -> Option<DeliveryErrors> {
+        self.delivery_errors.take()
+    }
+
+    /// Moves what the kernel's error queue holds into `delivery_errors`;
+    /// returns how many, and whether the queue is empty now. Left queued,
+    /// the errors would take up the receive buffer that datagrams need.
+    fn drain_error_queue(&self) -> (usize, bool) {
+        for taken in 0..ERRORS_PER_DRAIN {
+            match self.state.recv_transport_error((&self.io).into()) {
+                Ok(Some(e)) => {
+                    let collected = self.delivery_errors.get();
+                    self.delivery_errors
+                        .set(Some(DeliveryErrors::add(collected, DeliveryError::from(e))));
+                }
+                Ok(None) | Err(_) => return (taken, true),
+            }
+        }
+        (ERRORS_PER_DRAIN, false)
     }
 
     /// Marks every packet the socket sends with `mark` (`SO_MARK`, needs
@@ -129,9 +182,22 @@ impl PathSocket {
 
     /// Waits for datagrams and receives as many as one batch holds; returns
     /// how many receive slots were filled (see [`RecvBatch::datagrams`]).
+    /// ICMP errors that come meanwhile are collected, not returned.
     pub async fn recv(&self, batch: &mut RecvBatch) -> io::Result<usize> {
         loop {
-            self.io.readable().await?;
+            let ready = self.io.ready(Interest::READABLE | Interest::ERROR).await?;
+            if ready.is_error() {
+                // Readiness is cleared only once the queue is empty.
+                let _ = self
+                    .io
+                    .try_io(Interest::ERROR, || match self.drain_error_queue() {
+                        (_, true) => Err::<(), _>(io::ErrorKind::WouldBlock.into()),
+                        (_, false) => Ok(()),
+                    });
+            }
+            if !ready.is_readable() {
+                continue;
+            }
             let got = self.io.try_io(Interest::READABLE, || self.try_recv(batch));
             match got {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -145,7 +211,21 @@ impl PathSocket {
     /// kernel whatever the runtime last saw of the socket's readiness, so
     /// it finds datagrams that came while this process did not run.
     pub fn try_recv(&self, batch: &mut RecvBatch) -> io::Result<usize> {
-        batch.fill_with(|slots, meta| self.state.recv((&self.io).into(), slots, meta))
+        self.retried_after_report(|| {
+            batch.fill_with(|slots, meta| self.state.recv((&self.io).into(), slots, meta))
+        })
+    }
+
+    /// Runs `call` again if it failed with an ICMP report pending on the
+    /// socket: the kernel returns such a report from the next receive or
+    /// send call instead of doing it, and clears it then.
+    fn retried_after_report<T>(&self, mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+        match call() {
+            Err(e) if e.kind() != io::ErrorKind::WouldBlock && self.drain_error_queue().0 > 0 => {
+                call()
+            }
+            other => other,
+        }
     }
 
     /// Sends `contents` to `to` now, or fails with `WouldBlock` when the
@@ -166,7 +246,7 @@ impl PathSocket {
             src_ip: None,
         };
         self.io.try_io(Interest::WRITABLE, || {
-            self.state.try_send((&self.io).into(), &transmit)
+            self.retried_after_report(|| self.state.try_send((&self.io).into(), &transmit))
         })
     }
 

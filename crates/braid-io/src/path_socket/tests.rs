@@ -3,6 +3,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::test_support::{have_root, receive, runtime};
+use crate::DeliveryProblem;
 
 const LOOP4: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const LOOP6: IpAddr = IpAddr::V6(Ipv6Addr::LOCALHOST);
@@ -219,5 +220,119 @@ fn try_recv_takes_what_waits_without_the_runtime_seeing_it() {
             got,
             (0..3u8).map(|i| (from, vec![i; 100])).collect::<Vec<_>>()
         );
+    });
+}
+
+/// An address nothing takes datagrams on, held so: a socket connected
+/// elsewhere keeps the port, and takes only what comes from there.
+fn closed_port(ip: IpAddr) -> (std::net::UdpSocket, SocketAddr) {
+    let holder = std::net::UdpSocket::bind(SocketAddr::new(ip, 0)).unwrap();
+    holder.connect(SocketAddr::new(ip, 9)).unwrap();
+    let addr = holder.local_addr().unwrap();
+    (holder, addr)
+}
+
+/// A datagram to a port nothing listens on comes back as an ICMP port
+/// unreachable: a waiting `recv` collects it without returning, and leaves
+/// the kernel's queue empty; the path goes on working both ways.
+async fn port_unreachable_is_collected(ip: IpAddr) {
+    let (_holder, closed) = closed_port(ip);
+    let peer = PathSocket::listen(SocketAddr::new(ip, 0)).unwrap();
+    let client = PathSocket::client(&Binding::Source(ip), closed).unwrap();
+    let mut batch = RecvBatch::new();
+    // One datagram: only the receive side can find its error.
+    client.send(closed, b"anyone?", None).await.unwrap();
+    let mut collected = None;
+    for _ in 0..50 {
+        let waited =
+            tokio::time::timeout(Duration::from_millis(100), client.recv(&mut batch)).await;
+        assert!(
+            waited.is_err(),
+            "recv returned without a datagram: {waited:?}"
+        );
+        collected = client.take_delivery_errors();
+        if collected.is_some() {
+            break;
+        }
+    }
+    let errors = collected.expect("an ICMP port unreachable within 5 s");
+    assert_eq!(errors.last.problem, DeliveryProblem::PortUnreachable);
+    assert_eq!(errors.last.reporter, Some(ip));
+    assert_eq!(errors.last.errno, libc::ECONNREFUSED);
+    assert_eq!(errors.port_unreachable, Some(errors.last));
+    let queued = client.state.recv_transport_error((&client.io).into());
+    assert!(
+        queued.unwrap().is_none(),
+        "the kernel's error queue was left full"
+    );
+    assert_eq!(client.take_delivery_errors(), None);
+
+    client
+        .send(peer.local_addr(), b"still here", None)
+        .await
+        .unwrap();
+    assert_eq!(receive(&peer, 1).await[0].1, b"still here");
+    peer.send(client.local_addr(), b"reply", None)
+        .await
+        .unwrap();
+    assert_eq!(receive(&client, 1).await[0].1, b"reply");
+}
+
+#[test]
+fn a_closed_port_comes_back_as_port_unreachable_over_ipv4() {
+    runtime().block_on(port_unreachable_is_collected(LOOP4));
+}
+
+#[test]
+fn a_closed_port_comes_back_as_port_unreachable_over_ipv6() {
+    runtime().block_on(port_unreachable_is_collected(LOOP6));
+}
+
+/// The kernel hands a pending ICMP error to the next call on the socket,
+/// send or receive, instead of doing it: the call is made again. (No
+/// receive is waiting, so nothing drains the error queue first.)
+#[test]
+fn a_send_or_receive_after_an_icmp_error_still_happens() {
+    runtime().block_on(async {
+        let (_holder, closed) = closed_port(LOOP4);
+        let peer = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let client = PathSocket::client(&Binding::Source(LOOP4), closed).unwrap();
+
+        client.send(closed, b"anyone?", None).await.unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        client.send(peer.local_addr(), b"sent", None).await.unwrap();
+        assert_eq!(receive(&peer, 1).await[0].1, b"sent");
+        let errors = client
+            .take_delivery_errors()
+            .expect("the send found the error");
+        assert_eq!(errors.last.problem, DeliveryProblem::PortUnreachable);
+
+        client.send(closed, b"anyone?", None).await.unwrap();
+        peer.send(client.local_addr(), b"received", None)
+            .await
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let mut batch = RecvBatch::new();
+        assert_eq!(client.try_recv(&mut batch).unwrap(), 1);
+        assert_eq!(batch.datagrams().next().unwrap().bytes, b"received");
+        assert!(client.take_delivery_errors().is_some());
+    });
+}
+
+/// A server does not ask for ICMP errors: one about a peer that went away
+/// is no event of its own, and would cost a failed call.
+#[test]
+fn a_listening_socket_collects_no_icmp_errors() {
+    runtime().block_on(async {
+        let server = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let (_holder, closed) = closed_port(LOOP4);
+        for _ in 0..3 {
+            server.send(closed, b"gone?", None).await.unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut batch = RecvBatch::new();
+        let nothing = server.try_recv(&mut batch).unwrap_err();
+        assert_eq!(nothing.kind(), io::ErrorKind::WouldBlock);
+        assert_eq!(server.take_delivery_errors(), None);
     });
 }
