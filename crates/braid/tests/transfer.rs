@@ -277,7 +277,10 @@ fn a_sender_with_a_key_the_receiver_does_not_know_gets_nothing_written() {
     let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
     random_file(&dir.path("f.bin"), 100_000, 3);
     let out = dir.out();
-    let (recv, addr, _) = start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
+    // Its stderr is kept open: a receiver whose stderr is closed ends at its
+    // first message (SIGPIPE), and the sender would meet a closed port.
+    let (recv, addr, recv_err) =
+        start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
     let started = Instant::now();
     let (code, _, stderr) = Running(Some(
         send_one_path(
@@ -295,7 +298,48 @@ fn a_sender_with_a_key_the_receiver_does_not_know_gets_nothing_written() {
     assert!(stderr.contains("no answer from"), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(10));
     drop(recv);
+    let rerr = rest(recv_err);
+    assert!(
+        rerr.contains("its key is not among --peer"),
+        "the receiver did not say why: {rerr}"
+    );
     assert!(listing(&out).is_empty(), "{:?}", listing(&out));
+}
+
+/// Nothing listens at `--to`: its ICMP port unreachable fails the sender
+/// at once, as it would a TCP connect, not after its `--timeout`.
+#[test]
+fn a_sender_to_a_port_nothing_listens_on_fails_at_once() {
+    let dir = Scratch::new("refused");
+    let (send_key, _) = key(&dir, "send.key", 1);
+    let (_, recv_pub) = key(&dir, "recv.key", 2);
+    random_file(&dir.path("f.bin"), 1000, 3);
+    // The port stays taken, by a socket that takes datagrams from port 9
+    // alone: the sender's come back as port unreachable.
+    let holder = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    holder.connect("127.0.0.1:9").unwrap();
+    let closed = holder.local_addr().unwrap().to_string();
+    let started = Instant::now();
+    let (code, _, stderr) = Running(Some(
+        send_one_path(
+            dir.path("f.bin").to_str().unwrap(),
+            &closed,
+            &send_key,
+            &recv_pub,
+            &["--timeout", "120"],
+        )
+        .spawn()
+        .unwrap(),
+    ))
+    .finish();
+    assert_eq!(code, 1, "{stderr}");
+    let said = format!("nothing listens at {closed}: ICMP port unreachable from 127.0.0.1");
+    assert!(stderr.contains(&said), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[test]

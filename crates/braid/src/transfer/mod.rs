@@ -47,7 +47,8 @@ pub struct KeyArgs {
     pub key: PathBuf,
     /// Give up after this many seconds (1 to 3600) without hearing the
     /// peer once connected (send: also without an answer to its
-    /// handshake; recv waits for its first sender as long as it takes)
+    /// handshake, and at once if its address answers ICMP port
+    /// unreachable; recv waits for its first sender as long as it takes)
     #[arg(long, value_name = "SECS", default_value_t = 15, allow_negative_numbers = true, value_parser = |s: &str| seconds(s, 3600))]
     pub timeout: u64,
     /// Give up after this many seconds (1 to 86400) in which the transfer does not move

@@ -15,7 +15,7 @@ use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathRole, Session};
 use braid_core::stream::ReadOutcome;
 use braid_core::time::Instant;
-use braid_io::{Binding, PathSocket, TransmitBatch};
+use braid_io::{Binding, DeliveryError, PathSocket, TransmitBatch};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -151,6 +151,11 @@ struct Sender {
     /// Why, as the receiver is told when the transfer is aborted.
     give_up: GiveUp,
     udp_send_errors: u64,
+    /// The last ICMP error the paths' datagrams brought back.
+    last_icmp_error: Option<DeliveryError>,
+    /// Before the connection, an ICMP port unreachable: nothing listens
+    /// at `--to`.
+    refused: Option<DeliveryError>,
     /// The last pump found the input with nothing to give yet (stdin).
     waiting_for_input: bool,
     stall_timeout: Duration,
@@ -396,6 +401,8 @@ async fn transfer(
         failure: None,
         give_up: GiveUp::Other,
         udp_send_errors: 0,
+        last_icmp_error: None,
+        refused: None,
         waiting_for_input: false,
         stall_timeout: Duration::from_secs(args.common.stall_timeout),
         stall: None,
@@ -461,20 +468,28 @@ impl Sender {
             return State::Done;
         }
         let Some(connected) = self.connected_at else {
+            if let Some(refused) = self.refused {
+                return State::Failed(format!(
+                    "nothing listens at {remote}: {refused} (is braid recv running there, on \
+                     that port?)"
+                ));
+            }
             if now.since_epoch() >= timeout {
                 return State::Failed(format!(
                     "no answer from {remote} within {} s: no receiver there, unreachable on \
                      every path, or it does not accept this key (--key) or we do not know its \
-                     key (--peer)",
-                    timeout.as_secs()
+                     key (--peer){}",
+                    timeout.as_secs(),
+                    self.last_icmp_said()
                 ));
             }
             return State::Running;
         };
         if now - connected >= timeout && peer_silent(&self.session.stats(now), timeout) {
             return State::Failed(format!(
-                "lost the receiver: nothing heard on any path for {} s",
-                timeout.as_secs()
+                "lost the receiver: nothing heard on any path for {} s{}",
+                timeout.as_secs(),
+                self.last_icmp_said()
             ));
         }
         // Waiting for stdin with everything sent acknowledged is this
@@ -496,6 +511,25 @@ impl Sender {
             ));
         }
         State::Running
+    }
+
+    /// The last ICMP error, for a message about the receiver's silence.
+    fn last_icmp_said(&self) -> String {
+        self.last_icmp_error
+            .map_or(String::new(), |e| format!("; the last ICMP error: {e}"))
+    }
+
+    /// Takes what the sockets collected. A port unreachable before the
+    /// connection fails the transfer at once, as it would fail a TCP
+    /// connect; after it, the receiver's silence says more than an ICMP
+    /// error anyone on the way could forge.
+    fn take_icmp_errors(&mut self, sockets: &[PathSocket]) {
+        for errors in sockets.iter().filter_map(PathSocket::take_delivery_errors) {
+            self.last_icmp_error = Some(errors.last);
+            if self.connected_at.is_none() && self.refused.is_none() {
+                self.refused = errors.port_unreachable;
+            }
+        }
     }
 
     /// File bytes the receiver has acknowledged, about (bytes written less
@@ -744,6 +778,7 @@ impl SocketCore for Sender {
     }
 
     fn flush(&mut self, now: Instant, sockets: &[PathSocket]) {
+        self.take_icmp_errors(sockets);
         self.handle_events(now);
         self.read_replies(now);
         self.pump();
