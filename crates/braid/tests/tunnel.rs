@@ -257,9 +257,12 @@ impl Tunnel {
     }
 
     /// Stops the server and starts it again with the same config and key.
-    fn restart_server(&mut self) {
+    fn stop_server(&mut self) {
         stop(self.server.take().unwrap());
         let _ = std::fs::remove_file(self.socket("server"));
+    }
+
+    fn start_server(&mut self) {
         self.server = Some(self.start("server"));
         self.wait_for_socket("server");
     }
@@ -699,7 +702,19 @@ fn the_server_restarts_and_the_client_reconnects_by_itself() {
     let mut tunnel = Tunnel::up("tun-restart", &["8mbit,10ms", "2mbit,40ms"], true);
     tunnel.wait_until_all_paths_up();
     assert_eq!(ping(&tunnel, SERVER_TUN, 3), 3);
-    tunnel.restart_server();
+    tunnel.stop_server();
+    // While it is away, its host answers the client's datagrams with ICMP
+    // port unreachable, which the client counts.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        ping(&tunnel, SERVER_TUN, 1);
+        let errors = &tunnel.status("client")["daemon"]["udp_icmp_errors"];
+        if errors.as_u64().unwrap() > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no ICMP error counted in 10 s");
+    }
+    tunnel.start_server();
     // The client is not touched: it must notice the new server and make a
     // new session by itself.
     let deadline = Instant::now() + Duration::from_secs(20);

@@ -9,7 +9,8 @@ use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathDownReason, PathRole, Session};
 use braid_core::time::Instant;
 use braid_io::{
-    interface_mtu, Binding, InterfaceList, LinkWatch, PathSocket, SocketError, TransmitBatch,
+    interface_mtu, Binding, DeliveryError, InterfaceList, LinkWatch, PathSocket, SocketError,
+    TransmitBatch,
 };
 use serde_json::json;
 use tracing::{debug, info, warn};
@@ -47,6 +48,8 @@ struct Counters {
     udp_send_errors: u64,
     /// Datagrams not sent because their path's link is gone.
     udp_link_lost: u64,
+    /// ICMP errors (port or host unreachable, ...) for datagrams sent.
+    udp_icmp_errors: u64,
 }
 
 struct Client {
@@ -60,6 +63,9 @@ struct Client {
     no_answer: NoAnswer,
     /// What to check when the server does not answer, for the log.
     no_answer_hint: String,
+    /// The last ICMP error since the session was last connected, and the
+    /// path it came back on: the likeliest reason for the silence.
+    last_icmp_error: Option<(u8, DeliveryError)>,
 }
 
 pub fn run(args: &ClientArgs) -> Result<(), Failure> {
@@ -255,6 +261,7 @@ async fn serve(
              and that UDP reaches the server",
             file.display()
         ),
+        last_icmp_error: None,
     };
     event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
         if let Some(name) = server_name {
@@ -308,6 +315,7 @@ impl Core for Client {
     /// Everything the session has to say: datagrams to the paths, inner
     /// packets to the TUN device, events to the log.
     fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &mut TunWriter) {
+        self.take_icmp_errors(sockets);
         let (session, links, counters) = (&mut self.session, &self.links, &mut self.counters);
         let failed = event_loop::send_datagrams(&mut self.tx, sockets, |buf| {
             let t = session.poll_transmit(now, buf)?;
@@ -341,9 +349,15 @@ impl Core for Client {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
+        if self.session.is_connected() {
+            self.last_icmp_error = None;
+        }
         if let Some(waited) = self.no_answer.check(now, self.session.is_connected()) {
+            let icmp = self.last_icmp_error.map_or(String::new(), |(path, e)| {
+                format!(" (the last ICMP error, on path {}: {e})", self.name(path))
+            });
             warn!(
-                "no answer from the server for {} s on any path: {}",
+                "no answer from the server for {} s on any path{icmp}: {}",
                 waited.as_secs(),
                 self.no_answer_hint
             );
@@ -380,6 +394,7 @@ impl Core for Client {
                 "udp_datagrams_sent": self.tx.counts().1,
                 "udp_send_calls": self.tx.counts().0,
                 "udp_link_lost": c.udp_link_lost,
+                "udp_icmp_errors": c.udp_icmp_errors,
             },
         });
         self.links.annotate(&mut doc["session"]["paths"]);
@@ -388,6 +403,25 @@ impl Core for Client {
 }
 
 impl Client {
+    /// Counts what the paths' sockets collected, and logs it: a path that
+    /// draws ICMP errors says why the server does not answer on it.
+    fn take_icmp_errors(&mut self, sockets: &[PathSocket]) {
+        for (index, socket) in sockets.iter().enumerate() {
+            let (Some(errors), Ok(path)) = (socket.take_delivery_errors(), u8::try_from(index))
+            else {
+                continue;
+            };
+            self.counters.udp_icmp_errors += errors.count;
+            debug!(
+                path = self.name(path),
+                count = errors.count,
+                "ICMP errors for datagrams sent on this path, the last: {}",
+                errors.last
+            );
+            self.last_icmp_error = Some((path, errors.last));
+        }
+    }
+
     fn name(&self, path: u8) -> &str {
         self.path_names
             .get(usize::from(path))
