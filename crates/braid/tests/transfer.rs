@@ -603,6 +603,43 @@ fn a_receiver_given_by_name_gets_the_file() {
 /// Ctrl-C on the sender mid-transfer: it says "interrupted", and the
 /// receiver learns at once that the sender was interrupted (not that the
 /// transfer merely failed).
+/// A receiver killed mid-transfer (no word to the sender): the sender
+/// gives up after its `--timeout` of silence, and names the ICMP error its
+/// datagrams met: the receiver's port has closed.
+#[test]
+fn a_receiver_killed_mid_transfer_is_reported_with_its_closed_port() {
+    let dir = Scratch::new("deadrecv");
+    let (send_key, send_pub) = key(&dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+    let out = dir.out();
+    let (mut recv, addr, _recv_err) =
+        start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
+    let mut send = send_one_path("-", &addr, &send_key, &recv_pub, &["--timeout", "2"]);
+    send.stdin(Stdio::piped());
+    let mut sender = Running(Some(send.spawn().unwrap()));
+    let mut stdin = sender.child().stdin.take().unwrap();
+    stdin.write_all(&vec![7u8; 100_000]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stdin_partial(&out).is_none() {
+        assert!(Instant::now() < deadline, "the transfer never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    recv.child().kill().unwrap();
+    recv.child().wait().unwrap();
+    // More data to send: it meets the closed port. (Should the sender have
+    // ended already, the write fails; what it said is checked below.)
+    let _ = stdin.write_all(&vec![8u8; 100_000]);
+    let (code, _, stderr) = sender.finish();
+    assert_eq!(code, 1, "{stderr}");
+    // Either of the two silences (the session's, the stream's) may end it
+    // first; both name the error.
+    assert!(
+        stderr.contains("; the last ICMP error: ICMP port unreachable from 127.0.0.1"),
+        "{stderr}"
+    );
+    drop(stdin);
+}
+
 #[test]
 fn a_sender_stopped_by_a_signal_tells_the_receiver_why() {
     let dir = Scratch::new("sigint");

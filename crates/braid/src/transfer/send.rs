@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathRole, Session};
-use braid_core::stream::ReadOutcome;
+use braid_core::stream::{ReadOutcome, StreamError};
 use braid_core::time::Instant;
 use braid_io::{Binding, DeliveryError, PathSocket, TransmitBatch};
 use serde_json::json;
@@ -707,7 +707,10 @@ impl Sender {
             }
         }
         if let Some(e) = self.session.stream().and_then(|c| c.error()) {
-            let msg = give_up::describe(e, "receiver");
+            let mut msg = give_up::describe(e, "receiver");
+            if matches!(e, StreamError::IdleTimeout(_)) {
+                msg.push_str(&self.last_icmp_said());
+            }
             self.fail(msg);
         }
     }
