@@ -526,8 +526,8 @@ impl Sender {
     fn take_icmp_errors(&mut self, sockets: &[PathSocket]) {
         for errors in sockets.iter().filter_map(PathSocket::take_delivery_errors) {
             self.last_icmp_error = Some(errors.last);
-            if self.connected_at.is_none() && self.refused.is_none() {
-                self.refused = errors.port_unreachable;
+            if self.connected_at.is_none() {
+                self.refused = self.refused.or(errors.port_unreachable);
             }
         }
     }
