@@ -11,7 +11,7 @@ pub enum SocketError {
     BadInterfaceName(String),
     #[error("binding to interface {0:?} needs root (CAP_NET_RAW)")]
     BindToDeviceNotPermitted(String),
-    #[error("cannot bind UDP socket to {addr}: {source}")]
+    #[error("cannot bind UDP socket to {addr}: {}", bind_reason(.addr, .source))]
     Bind { addr: SocketAddr, source: io::Error },
     #[error("UDP socket: {0}")]
     Io(#[from] io::Error),
@@ -27,6 +27,22 @@ impl SocketError {
             SocketError::Bind { source, .. } => source.raw_os_error() == Some(libc::EADDRNOTAVAIL),
             _ => false,
         }
+    }
+}
+
+/// The kernel's reason, in the user's terms where it has one usual cause
+/// ("Cannot assign requested address" means the address is not this
+/// host's), with the kernel's own words after it.
+fn bind_reason(addr: &SocketAddr, source: &io::Error) -> String {
+    match source.raw_os_error() {
+        Some(libc::EADDRNOTAVAIL) => format!(
+            "no interface of this host has the address {} ({source})",
+            addr.ip()
+        ),
+        Some(libc::EADDRINUSE) => {
+            format!("another socket has port {} ({source})", addr.port())
+        }
+        _ => source.to_string(),
     }
 }
 

@@ -115,10 +115,26 @@ fn a_source_address_not_on_this_host_is_refused() {
             .err()
             .expect("address not local");
         assert!(
-            err.to_string()
-                .starts_with("cannot bind UDP socket to 203.0.113.7:0"),
+            err.to_string().starts_with(
+                "cannot bind UDP socket to 203.0.113.7:0: no interface of this host has the \
+                 address 203.0.113.7 (Cannot assign requested address"
+            ),
             "{err}"
         );
+    });
+}
+
+#[test]
+fn a_port_another_socket_has_is_named() {
+    runtime().block_on(async {
+        let first = PathSocket::listen(SocketAddr::new(LOOP4, 0)).unwrap();
+        let taken = first.local_addr();
+        let err = PathSocket::listen(taken).err().expect("the port is taken");
+        let said = format!(
+            "cannot bind UDP socket to {taken}: another socket has port {} (Address already in use",
+            taken.port()
+        );
+        assert!(err.to_string().starts_with(&said), "{err}");
     });
 }
 
