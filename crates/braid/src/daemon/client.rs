@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use braid_core::crypto::StaticKeypair;
 use braid_core::session::{self, Event, PathDownReason, PathRole, Session};
@@ -63,9 +63,10 @@ struct Client {
     no_answer: NoAnswer,
     /// What to check when the server does not answer, for the log.
     no_answer_hint: String,
-    /// The last ICMP error since the session was last connected, and the
-    /// path it came back on: the likeliest reason for the silence.
+    /// The last ICMP error for the session and for each path, and when it
+    /// came: the likeliest reason for a silence.
     last_icmp_error: Option<(u8, DeliveryError)>,
+    path_icmp_errors: Vec<Option<(Instant, DeliveryError)>>,
 }
 
 pub fn run(args: &ClientArgs) -> Result<(), Failure> {
@@ -247,6 +248,7 @@ async fn serve(
     let server_name =
         matches!(server_name, config::ServerAddr::Name { .. }).then(|| server_name.clone());
 
+    let path_icmp_errors = vec![None; path_names.len()];
     let client = Client {
         session,
         counters: Counters::default(),
@@ -262,6 +264,7 @@ async fn serve(
             file.display()
         ),
         last_icmp_error: None,
+        path_icmp_errors,
     };
     event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
         if let Some(name) = server_name {
@@ -315,7 +318,7 @@ impl Core for Client {
     /// Everything the session has to say: datagrams to the paths, inner
     /// packets to the TUN device, events to the log.
     fn flush(&mut self, now: Instant, sockets: &[PathSocket], tun: &mut TunWriter) {
-        self.take_icmp_errors(sockets);
+        self.take_icmp_errors(now, sockets);
         let (session, links, counters) = (&mut self.session, &self.links, &mut self.counters);
         let failed = event_loop::send_datagrams(&mut self.tx, sockets, |buf| {
             let t = session.poll_transmit(now, buf)?;
@@ -335,7 +338,7 @@ impl Core for Client {
             self.session.recycle(d.payload);
         }
         while let Some(event) = self.session.poll_event() {
-            self.log(event);
+            self.log(now, event);
         }
     }
 
@@ -405,7 +408,7 @@ impl Core for Client {
 impl Client {
     /// Counts what the paths' sockets collected, and logs it: a path that
     /// draws ICMP errors says why the server does not answer on it.
-    fn take_icmp_errors(&mut self, sockets: &[PathSocket]) {
+    fn take_icmp_errors(&mut self, now: Instant, sockets: &[PathSocket]) {
         for (index, socket) in sockets.iter().enumerate() {
             let (Some(errors), Ok(path)) = (socket.take_delivery_errors(), u8::try_from(index))
             else {
@@ -419,6 +422,9 @@ impl Client {
                 errors.last
             );
             self.last_icmp_error = Some((path, errors.last));
+            if let Some(slot) = self.path_icmp_errors.get_mut(index) {
+                *slot = Some((now, errors.last));
+            }
         }
     }
 
@@ -428,7 +434,16 @@ impl Client {
             .map_or("?", String::as_str)
     }
 
-    fn log(&self, event: Event) {
+    /// What the path's last ICMP error says about a silence of `silent`
+    /// that ends `now`, if one came during it.
+    fn icmp_during(&self, path: u8, now: Instant, silent: Duration) -> String {
+        match self.path_icmp_errors.get(usize::from(path)) {
+            Some(Some((at, e))) if now - *at <= silent => format!("; its datagrams drew {e}"),
+            _ => String::new(),
+        }
+    }
+
+    fn log(&self, now: Instant, event: Event) {
         match event {
             Event::Connected { peer_restarted } => {
                 info!(peer_restarted, "connected to the server")
@@ -440,8 +455,9 @@ impl Client {
             Event::PathDown { path, reason } => match reason {
                 PathDownReason::Silent(d) => info!(
                     path = self.name(path),
-                    "path down: nothing heard on it for {} ms",
-                    d.as_millis()
+                    "path down: nothing heard on it for {} ms{}",
+                    d.as_millis(),
+                    self.icmp_during(path, now, d)
                 ),
                 PathDownReason::SessionReset => {
                     info!(
