@@ -504,3 +504,53 @@ fn on_the_receiving_side_a_fade_is_told_by_the_peers_send_times() {
         a.queueing(end)
     );
 }
+
+/// `verdict` on path 0's rise, first heard at `FIRST` (the other host's
+/// clock), with path 1 as `other`.
+fn verdict_beside(other: Heard, span_us: i64) -> Verdict {
+    let mut clock = OwdClock::for_sender();
+    *clock.heard_mut(1) = other;
+    clock.verdict(0, FIRST, span_us)
+}
+
+const FIRST: f64 = 500_000_000.0;
+
+#[test]
+fn a_step_of_the_other_path_refutes_nothing_for_exactly_two_minutes() {
+    let heard_flat = |stepped| Heard {
+        latest: FIRST,
+        flat: FIRST,
+        stepped,
+    };
+    assert_eq!(
+        verdict_beside(heard_flat(FIRST - SAME_STEP_US), 0),
+        Verdict::Step
+    );
+    assert_eq!(
+        verdict_beside(heard_flat(FIRST - SAME_STEP_US - 1.0), 0),
+        Verdict::PathDelay
+    );
+}
+
+#[test]
+fn a_rise_waits_for_a_path_heard_within_a_second_before_it_for_under_a_second() {
+    let heard_at = |latest| Heard {
+        latest,
+        ..Heard::NEVER
+    };
+    let wait = HEARD_WAIT_US as i64;
+    assert_eq!(
+        verdict_beside(heard_at(FIRST - HEARD_WAIT_US), wait - 1),
+        Verdict::Undecided
+    );
+    assert_eq!(
+        verdict_beside(heard_at(FIRST - HEARD_WAIT_US), wait),
+        Verdict::Step
+    );
+    assert_eq!(
+        verdict_beside(heard_at(FIRST - HEARD_WAIT_US - 1.0), 0),
+        Verdict::Step
+    );
+    // Heard since the rise began (and not flat): no reason to wait.
+    assert_eq!(verdict_beside(heard_at(FIRST), 0), Verdict::Step);
+}
