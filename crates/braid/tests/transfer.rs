@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use braid_core::crypto::StaticKeypair;
@@ -600,21 +600,23 @@ fn a_receiver_given_by_name_gets_the_file() {
     assert_eq!(std::fs::read(out.join("f.bin")).unwrap(), data);
 }
 
-/// Ctrl-C on the sender mid-transfer: it says "interrupted", and the
-/// receiver learns at once that the sender was interrupted (not that the
-/// transfer merely failed).
-/// A receiver killed mid-transfer (no word to the sender): the sender
-/// gives up after its `--timeout` of silence, and names the ICMP error its
-/// datagrams met: the receiver's port has closed.
-#[test]
-fn a_receiver_killed_mid_transfer_is_reported_with_its_closed_port() {
-    let dir = Scratch::new("deadrecv");
-    let (send_key, send_pub) = key(&dir, "send.key", 1);
-    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
+/// A `braid send -` to a fresh `braid recv --out`, under way: the
+/// receiver has written its partial file. `send_extra` goes after the
+/// sender's arguments.
+struct StdinTransfer {
+    recv: Running,
+    recv_err: BufReader<ChildStderr>,
+    sender: Running,
+    stdin: ChildStdin,
+}
+
+fn stdin_transfer_under_way(dir: &Scratch, send_extra: &[&str]) -> StdinTransfer {
+    let (send_key, send_pub) = key(dir, "send.key", 1);
+    let (recv_key, recv_pub) = key(dir, "recv.key", 2);
     let out = dir.out();
-    let (mut recv, addr, _recv_err) =
+    let (recv, addr, recv_err) =
         start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
-    let mut send = send_one_path("-", &addr, &send_key, &recv_pub, &["--timeout", "2"]);
+    let mut send = send_one_path("-", &addr, &send_key, &recv_pub, send_extra);
     send.stdin(Stdio::piped());
     let mut sender = Running(Some(send.spawn().unwrap()));
     let mut stdin = sender.child().stdin.take().unwrap();
@@ -624,12 +626,27 @@ fn a_receiver_killed_mid_transfer_is_reported_with_its_closed_port() {
         assert!(Instant::now() < deadline, "the transfer never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    recv.child().kill().unwrap();
-    recv.child().wait().unwrap();
+    StdinTransfer {
+        recv,
+        recv_err,
+        sender,
+        stdin,
+    }
+}
+
+/// A receiver killed mid-transfer (no word to the sender): the sender
+/// gives up after its `--timeout` of silence, and names the ICMP error its
+/// datagrams met: the receiver's port has closed.
+#[test]
+fn a_receiver_killed_mid_transfer_is_reported_with_its_closed_port() {
+    let dir = Scratch::new("deadrecv");
+    let mut t = stdin_transfer_under_way(&dir, &["--timeout", "2"]);
+    t.recv.child().kill().unwrap();
+    t.recv.child().wait().unwrap();
     // More data to send: it meets the closed port. (Should the sender have
     // ended already, the write fails; what it said is checked below.)
-    let _ = stdin.write_all(&vec![8u8; 100_000]);
-    let (code, _, stderr) = sender.finish();
+    let _ = t.stdin.write_all(&vec![8u8; 100_000]);
+    let (code, _, stderr) = t.sender.finish();
     assert_eq!(code, 1, "{stderr}");
     // Either of the two silences (the session's, the stream's) may end it
     // first; both name the error.
@@ -637,38 +654,26 @@ fn a_receiver_killed_mid_transfer_is_reported_with_its_closed_port() {
         stderr.contains("; the last ICMP error: ICMP port unreachable from 127.0.0.1"),
         "{stderr}"
     );
-    drop(stdin);
+    drop(t.stdin);
 }
 
+/// Ctrl-C on the sender mid-transfer: it says "interrupted", and the
+/// receiver learns at once that the sender was interrupted (not that the
+/// transfer merely failed).
 #[test]
 fn a_sender_stopped_by_a_signal_tells_the_receiver_why() {
     let dir = Scratch::new("sigint");
-    let (send_key, send_pub) = key(&dir, "send.key", 1);
-    let (recv_key, recv_pub) = key(&dir, "recv.key", 2);
-    let out = dir.out();
-    let (recv, addr, recv_err) =
-        start_recv(&["--out", out.to_str().unwrap()], &recv_key, &send_pub);
-    let mut send = send_one_path("-", &addr, &send_key, &recv_pub, &[]);
-    send.stdin(Stdio::piped());
-    let mut sender = Running(Some(send.spawn().unwrap()));
-    let mut stdin = sender.child().stdin.take().unwrap();
-    stdin.write_all(&vec![7u8; 100_000]).unwrap();
-    // Under way once the receiver writes the partial file.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while stdin_partial(&out).is_none() {
-        assert!(Instant::now() < deadline, "the transfer never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut t = stdin_transfer_under_way(&dir, &[]);
     let started = Instant::now();
     // SAFETY: signalling a child this test started, by its pid.
     unsafe {
-        libc::kill(sender.child().id() as i32, libc::SIGINT);
+        libc::kill(t.sender.child().id() as i32, libc::SIGINT);
     }
-    let (scode, _, serr) = sender.finish();
+    let (scode, _, serr) = t.sender.finish();
     assert_eq!(scode, 1, "{serr}");
     assert!(serr.contains("interrupted"), "{serr}");
-    let (rcode, _, _) = recv.finish();
-    let rerr = rest(recv_err);
+    let (rcode, _, _) = t.recv.finish();
+    let rerr = rest(t.recv_err);
     assert_eq!(rcode, 1, "{rerr}");
     assert!(
         rerr.contains("the sender gave up (it was interrupted (Ctrl-C or a signal))"),
@@ -680,7 +685,7 @@ fn a_sender_stopped_by_a_signal_tells_the_receiver_why() {
         "{:?}",
         started.elapsed()
     );
-    drop(stdin);
+    drop(t.stdin);
 }
 
 #[test]
