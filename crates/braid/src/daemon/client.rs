@@ -63,9 +63,8 @@ struct Client {
     no_answer: NoAnswer,
     /// What to check when the server does not answer, for the log.
     no_answer_hint: String,
-    /// The last ICMP error for the session and for each path, and when it
-    /// came: the likeliest reason for a silence.
-    last_icmp_error: Option<(u8, DeliveryError)>,
+    /// Each path's last ICMP error, and when it came: the likeliest
+    /// reason for a silence.
     path_icmp_errors: Vec<Option<(Instant, DeliveryError)>>,
 }
 
@@ -263,7 +262,6 @@ async fn serve(
              and that UDP reaches the server",
             file.display()
         ),
-        last_icmp_error: None,
         path_icmp_errors,
     };
     event_loop::run_with(client, sockets, tun, control, metrics, |handle| {
@@ -352,11 +350,11 @@ impl Core for Client {
 
     fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
-        if self.session.is_connected() {
-            self.last_icmp_error = None;
-        }
         if let Some(waited) = self.no_answer.check(now, self.session.is_connected()) {
-            let icmp = self.last_icmp_error.map_or(String::new(), |(path, e)| {
+            let last = self
+                .icmp_errors_within(now, waited)
+                .max_by_key(|&(_, at, _)| at);
+            let icmp = last.map_or(String::new(), |(path, _, e)| {
                 format!(" (the last ICMP error, on path {}: {e})", self.name(path))
             });
             warn!(
@@ -421,7 +419,6 @@ impl Client {
                 "ICMP errors for datagrams sent on this path, the last: {}",
                 errors.last
             );
-            self.last_icmp_error = Some((path, errors.last));
             if let Some(slot) = self.path_icmp_errors.get_mut(index) {
                 *slot = Some((now, errors.last));
             }
@@ -434,13 +431,28 @@ impl Client {
             .map_or("?", String::as_str)
     }
 
-    /// What the path's last ICMP error says about a silence of `silent`
-    /// that ends `now`, if one came during it.
+    /// The paths' last ICMP errors that came during a silence of `silent`
+    /// ending `now`: (path, when, error).
+    fn icmp_errors_within(
+        &self,
+        now: Instant,
+        silent: Duration,
+    ) -> impl Iterator<Item = (u8, Instant, DeliveryError)> + '_ {
+        self.path_icmp_errors
+            .iter()
+            .enumerate()
+            .filter_map(|(path, last)| Some((u8::try_from(path).ok()?, (*last)?)))
+            .filter(move |&(_, (at, _))| now - at <= silent)
+            .map(|(path, (at, e))| (path, at, e))
+    }
+
+    /// What the path's datagrams drew during a silence of `silent`.
     fn icmp_during(&self, path: u8, now: Instant, silent: Duration) -> String {
-        match self.path_icmp_errors.get(usize::from(path)) {
-            Some(Some((at, e))) if now - *at <= silent => format!("; its datagrams drew {e}"),
-            _ => String::new(),
-        }
+        self.icmp_errors_within(now, silent)
+            .find(|&(p, _, _)| p == path)
+            .map_or(String::new(), |(_, _, e)| {
+                format!("; its datagrams drew {e}")
+            })
     }
 
     fn log(&self, now: Instant, event: Event) {
