@@ -547,6 +547,15 @@ impl Sender {
         }
     }
 
+    /// The session's probe of path `path`, sent at `sent`, was answered
+    /// now (see [`PathSender::on_probe_answered`]). Out-of-range paths
+    /// are ignored.
+    pub fn on_probe_answered(&mut self, now: Instant, path: usize, sent: Instant) {
+        if let Some(p) = self.paths.get_mut(path) {
+            p.on_probe_answered(now, sent);
+        }
+    }
+
     /// Payload bytes waiting, in both stages.
     pub fn queued_bytes(&self) -> usize {
         self.queue_bytes + self.flows.bytes()

@@ -541,6 +541,41 @@ fn a_path_that_faded_carries_its_share_again_within_two_seconds() {
     }
 }
 
+/// A path thin from the start (50 kbit/s for 5 s, then 2 Mbit/s) beside
+/// 6 and 3 Mbit/s ones, under 110 % load, both ways. Earliest-arrival
+/// gives a path known to be thin nothing it would deliver late, and what
+/// the fade's queue dropped stays counted in flight until something shows
+/// it lost: no later packet goes there to be acknowledged. The path's
+/// probes show it (`PathSender::on_probe_answered`; a server probes such
+/// a path too). Without them it carried nothing until 9.5 s, its silence
+/// deadline stretched by the fade's round trips of 1.6 s; with them it
+/// carries its 2 Mbit/s again from 5.5 s.
+#[test]
+fn a_thin_path_back_from_a_fade_carries_again_within_a_second() {
+    let thin_then_two =
+        Trace::from_rates("late", 20_000, |ms| if ms < 5_000 { 0.05 } else { 2.0 }).unwrap();
+    for download in [false, true] {
+        let late = PathSpec::parse_with("trace=late,40ms", |_| Ok(thin_then_two.clone())).unwrap();
+        let mut s = Scenario::new(vec![
+            PathSpec::parse("6mbit,10ms").unwrap(),
+            PathSpec::parse("3mbit,20ms").unwrap(),
+            late,
+        ]);
+        s.traffic = TrafficSpec::parse("cbr:110%").unwrap();
+        s.duration = secs(9.0);
+        s.resend_losses = true;
+        s.session = Some(SessionSpec {
+            download,
+            ..SessionSpec::default()
+        });
+        let r = run(&s).unwrap();
+        let thin = mean_between(&r, &r.series.path_bps[2], 3.0, 5.0);
+        let back = mean_between(&r, &r.series.path_bps[2], 6.0, 9.0);
+        assert!(thin < 0.1e6, "download {download}: {thin} in the fade");
+        assert!(back > 1.8e6, "download {download}: {back} from 6 to 9 s");
+    }
+}
+
 /// One TCP flow over `paths` for 20 s from `start_s` seconds in, through
 /// the session with re-sends, at the tunnel's MTU.
 fn tcp_over(paths: &[&str], start_s: f64, download: bool) -> Report {

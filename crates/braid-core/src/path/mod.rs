@@ -36,6 +36,14 @@ const PACKET_THRESHOLD: u64 = 3;
 /// (quinn's pacer allows bursts of about 2 ms of its rate). A daemon's
 /// timers fire up to about a millisecond late; this covers that with room.
 pub const PACING_CREDIT: Duration = Duration::from_millis(3);
+/// A probe answered in a round trip this many times under the smoothed one
+/// shows the path's silence deadline stale (see
+/// [`PathSender::on_probe_answered`]). In a TCP flow's start-up a path's
+/// smoothed round trip runs at about twice its floor (the queue the flow
+/// builds), and a probe that shows a loss there 12 ms before the deadline
+/// does sent the simulated grid's start-ups elsewhere (3:1 at 100 / 5 ms
+/// with a small flow: 0.94 of the ideal went to 0.66).
+const STALE_RTT_FACTOR: u32 = 4;
 /// The share of its window under which a path's packet does not count as
 /// the path being loaded, although the sender holds data (see
 /// [`PathSender::underused`]; BBR then does not take its start-up as
@@ -98,6 +106,9 @@ pub struct PathSender {
     pub probe_rtt: Option<Duration>,
     /// See `PathView::train_failed`; set by the session.
     pub train_failed: bool,
+    /// The last probe answered: when it was sent, when its answer came
+    /// (see [`PathSender::on_probe_answered`]).
+    answered_probe: Option<(Instant, Instant)>,
     /// See `PathView::rate_shown`.
     rate_shown: bool,
     pub owd: OwdEstimator,
@@ -147,6 +158,7 @@ impl PathSender {
             rtt: RttEstimator::default(),
             probe_rtt: None,
             train_failed: false,
+            answered_probe: None,
             rate_shown: false,
             owd: OwdEstimator::default(),
             kalman: KalmanRate::default(),
@@ -506,7 +518,53 @@ impl PathSender {
         } else {
             Duration::ZERO
         };
-        Some(oldest.sent.max(self.last_progress) + Liveness::silence_span(&self.rtt) + held)
+        let silence =
+            oldest.sent.max(self.last_progress) + Liveness::silence_span(&self.rtt) + held;
+        let last_sent = self.in_flight.back()?.sent;
+        let shown = self
+            .answered_probe
+            .filter(|&(sent, answered)| last_sent < sent && self.rtt_stale_by(answered - sent))
+            .map(|(sent, answered)| answered + SMALL_ACK_DELAY + (answered - sent) / 4);
+        Some(shown.map_or(silence, |t| t.min(silence)))
+    }
+
+    /// Whether a round trip of `rtt` puts the smoothed one at least
+    /// [`STALE_RTT_FACTOR`] times over it: the data's estimate then
+    /// describes a queue or a fade that has passed, and the silence
+    /// deadline it sets is that far too late.
+    fn rtt_stale_by(&self, rtt: Duration) -> bool {
+        self.rtt.srtt().is_some_and(|s| rtt * STALE_RTT_FACTOR <= s)
+    }
+
+    /// When the path last sent a packet, if some of what it sent still
+    /// waits for its acknowledgement.
+    pub fn last_sent_awaiting_acks(&self) -> Option<Instant> {
+        if self.bytes_in_flight == 0 {
+            return None;
+        }
+        Some(self.in_flight.back()?.sent)
+    }
+
+    /// A probe of the path sent at `sent` was answered now. It measures
+    /// the path's round trip apart from data (`probe_rtt`), and it shows
+    /// what became of the packets sent before it: a path delivers in
+    /// order, and the receiver acknowledges on the path a packet came by,
+    /// at most [`SMALL_ACK_DELAY`] after it. So if the path has sent no
+    /// data since, what it still has in flight that long after the answer
+    /// (and a quarter of the probe's round trip, for the return's jitter)
+    /// was lost, and the path is silent for data: its silence deadline
+    /// ([`PathSender::timeout_at`]) comes then. Only where the probe's
+    /// round trip is far below the smoothed one, which stretches that
+    /// deadline (see [`STALE_RTT_FACTOR`]). No later packet's
+    /// acknowledgement will show it: a path held back after a fade had 56
+    /// packets the fade's queue dropped counted in flight for five seconds
+    /// after it came back at 2 Mbit/s, its probes answered in 84 ms
+    /// against a smoothed round trip of 1.6 s. Priced 15 s away by them,
+    /// it got no data until that deadline (BENCHMARKS.md, "A path back
+    /// from a fade, told by its probes").
+    pub fn on_probe_answered(&mut self, now: Instant, sent: Instant) {
+        self.probe_rtt = Some(now - sent);
+        self.answered_probe = Some((sent, now));
     }
 
     /// When the oldest packet in flight not declared lost was sent.
@@ -1170,5 +1228,59 @@ mod tests {
         assert_eq!(p.counters.acked_packets, 42);
         assert_eq!(p.bytes_in_flight(), 0);
         assert_eq!(p.counters.down_events, 1);
+    }
+
+    /// A probe answered while a path sends nothing tells what became of
+    /// the packets sent before it, where the data's round trip is stale.
+    #[test]
+    fn a_probe_answered_after_the_last_packet_shows_it_lost() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::from_nanos(1_000_000);
+        // A path whose data has seen a steady 400-ms round trip (a fade's
+        // queue): silent only 500 ms past its oldest packet.
+        let steady = |rtt: Duration| {
+            let mut p = PathSender::new(0, 1.0, Box::new(Ccid2::new()));
+            for g in 0..40 {
+                p.on_sent(t0 + rtt * g, u64::from(g), 1000, false);
+                p.on_ack(t0 + rtt * (g + 1), &ack(g, 0), &mut OwdClock::for_sender());
+            }
+            p
+        };
+        let mut p = steady(ms(400));
+        let t1 = t0 + ms(400) * 40;
+        for g in 40..43 {
+            p.on_sent(t1, g, 1000, false);
+        }
+        let silence = t1 + ms(500);
+        assert_eq!(p.timeout_at(), Some(silence));
+        assert_eq!(p.last_sent_awaiting_acks(), Some(t1));
+        // A probe sent with the last packet may have left before it.
+        p.on_probe_answered(t1 + ms(40), t1);
+        assert_eq!(p.probe_rtt, Some(ms(40)));
+        assert_eq!(p.timeout_at(), Some(silence));
+        // One sent after it and answered in 100 ms, a quarter of the
+        // data's round trip: by the answer, the acknowledgement's hold
+        // and a quarter of the probe's round trip, all three are lost.
+        p.on_probe_answered(t1 + ms(150), t1 + ms(50));
+        assert_eq!(p.timeout_at(), Some(t1 + ms(150 + 8 + 25)));
+        // Answered in a little more, it shows nothing the deadline does not.
+        p.on_probe_answered(t1 + ms(151), t1 + ms(50));
+        assert_eq!(p.timeout_at(), Some(silence));
+        // Nor does it once a packet has left after the probe.
+        p.on_probe_answered(t1 + ms(150), t1 + ms(50));
+        p.on_sent(t1 + ms(50), 43, 1000, false);
+        assert_eq!(p.timeout_at(), Some(silence));
+        assert_eq!(p.last_sent_awaiting_acks(), Some(t1 + ms(50)));
+        // The deadline it shows is a silence's: all in flight lost.
+        let mut p = steady(ms(400));
+        p.on_sent(t1, 40, 1000, false);
+        p.on_probe_answered(t1 + ms(150), t1 + ms(50));
+        let shown = t1 + ms(183);
+        assert_eq!(p.timeout_at(), Some(shown));
+        p.on_timeout(shown);
+        assert_eq!(p.bytes_in_flight(), 0);
+        assert_eq!(p.counters.lost_packets, 1);
+        assert_eq!(p.timeout_at(), None);
+        assert_eq!(p.last_sent_awaiting_acks(), None);
     }
 }
