@@ -555,7 +555,7 @@ impl PathSender {
     /// was lost, and the path is silent for data: its silence deadline
     /// ([`PathSender::timeout_at`]) comes then. Only where the probe's
     /// round trip is far below the smoothed one, which stretches that
-    /// deadline (see [`STALE_RTT_FACTOR`]). No later packet's
+    /// deadline (see `STALE_RTT_FACTOR`). No later packet's
     /// acknowledgement will show it: a path held back after a fade had 56
     /// packets the fade's queue dropped counted in flight for five seconds
     /// after it came back at 2 Mbit/s, its probes answered in 84 ms
