@@ -319,6 +319,24 @@ fn a_step_forward_is_confirmed_after_100ms_and_8_samples_and_not_counted_before(
     assert_eq!(e.queueing(at(t0 + 100_000)), Duration::ZERO);
 }
 
+/// Samples 20 ms apart: the rise has lasted 100 ms at its sixth sample,
+/// and is a step only at its eighth (`cargo mutants`: a count of seven
+/// or of nine went unnoticed, the test above meeting both at once).
+#[test]
+fn a_step_forward_also_waits_for_its_eighth_sample() {
+    let mut e = OwdEstimator::default();
+    for k in 0..50 {
+        sample(&mut e, k * 20_000, 10_000);
+    }
+    let t0 = 1_000_000;
+    for k in 0..7 {
+        sample(&mut e, t0 + k * 20_000, 210_000);
+        assert_eq!(e.steps(), 0, "confirmed at sample {}", k + 1);
+    }
+    sample(&mut e, t0 + 7 * 20_000, 210_000);
+    assert_eq!(e.steps(), 1);
+}
+
 /// Two paths' estimators on one sending side's clock: `a` 10 ms one way,
 /// `b` 30 ms, each sampled every 10 ms for a second, `b` 5 ms after `a`.
 fn two_paths() -> (OwdClock, OwdEstimator, OwdEstimator) {
