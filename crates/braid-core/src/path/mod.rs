@@ -520,7 +520,7 @@ impl PathSender {
         };
         let silence =
             oldest.sent.max(self.last_progress) + Liveness::silence_span(&self.rtt) + held;
-        let last_sent = self.in_flight.back()?.sent;
+        let last_sent = self.last_sent_awaiting_acks()?;
         let shown = self
             .answered_probe
             .filter(|&(sent, answered)| last_sent < sent && self.rtt_stale_by(answered - sent))
