@@ -149,30 +149,30 @@ impl SessionReport {
     }
 }
 
-fn drops_list(d: &DropCounters) -> Vec<(String, u64)> {
+pub(crate) fn drops_list(d: &DropCounters) -> Vec<(String, u64)> {
     d.iter()
         .filter(|&(_, n)| n > 0)
         .map(|(r, n)| (r.name().to_owned(), n))
         .collect()
 }
 
-fn keypair(rng: &mut ChaCha20Rng) -> StaticKeypair {
+pub(crate) fn keypair(rng: &mut ChaCha20Rng) -> StaticKeypair {
     StaticKeypair::generate(rng)
 }
 
-fn seed(rng: &mut ChaCha20Rng) -> [u8; 32] {
+pub(crate) fn seed(rng: &mut ChaCha20Rng) -> [u8; 32] {
     let mut s = [0u8; 32];
     rand::RngCore::fill_bytes(rng, &mut s);
     s
 }
 
-const SERVER_ADDR: &str = "10.255.0.1:51820";
+pub(crate) const SERVER_ADDR: &str = "10.255.0.1:51820";
 
-fn client_addr(path: usize, generation: u32) -> SocketAddr {
+pub(crate) fn client_addr(path: usize, generation: u32) -> SocketAddr {
     SocketAddr::from(([10, path as u8, 0, 2], 40000 + generation as u16))
 }
 
-fn session_config(s: &Scenario, spec: &SessionSpec) -> SessionConfig {
+pub(crate) fn session_config(s: &Scenario, spec: &SessionSpec) -> SessionConfig {
     let mut c = SessionConfig {
         scheduler: s.scheduler.clone(),
         cc: s.cc,
@@ -187,7 +187,7 @@ fn session_config(s: &Scenario, spec: &SessionSpec) -> SessionConfig {
     c
 }
 
-fn endpoint(
+pub(crate) fn endpoint(
     config: &SessionConfig,
     server: &StaticKeypair,
     client: PublicKey,
@@ -206,6 +206,34 @@ fn endpoint(
         seed,
     )
     .expect("the scenario's session configuration is valid")
+}
+
+/// The client's configuration: one path per scenario path, all to the
+/// server's address.
+pub(crate) fn client_config(
+    s: &Scenario,
+    config: &SessionConfig,
+    local: StaticKeypair,
+    server: PublicKey,
+) -> ClientConfig {
+    ClientConfig {
+        local,
+        server,
+        psk: None,
+        paths: s
+            .paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PathConfig {
+                name: p.name_or_default(i),
+                role: p.role,
+                cost: p.cost,
+                remote: SERVER_ADDR.parse().expect("valid address"),
+                rate_limit_bps: p.rate_limit_bps,
+            })
+            .collect(),
+        session: config.clone(),
+    }
 }
 
 /// Runs `s` through the session with the checked sources `specs`.
@@ -237,28 +265,12 @@ pub(crate) fn run(
     let client_key = keypair(&mut keys_rng);
     let stranger = keypair(&mut keys_rng);
     let config = session_config(s, spec);
-    let client_config = ClientConfig {
-        local: if spec.unknown_client {
-            stranger
-        } else {
-            client_key.clone()
-        },
-        server: server_key.public,
-        psk: None,
-        paths: s
-            .paths
-            .iter()
-            .enumerate()
-            .map(|(i, p)| PathConfig {
-                name: p.name_or_default(i),
-                role: p.role,
-                cost: p.cost,
-                remote: SERVER_ADDR.parse().expect("valid address"),
-                rate_limit_bps: p.rate_limit_bps,
-            })
-            .collect(),
-        session: config.clone(),
+    let local = if spec.unknown_client {
+        stranger
+    } else {
+        client_key.clone()
     };
+    let client_config = client_config(s, &config, local, server_key.public);
     let mut client = Session::client(client_config, seed(&mut keys_rng))
         .map_err(|e| SimError::Session(e.to_string()))?;
     let mut server = endpoint(&config, &server_key, client_key.public, seed(&mut keys_rng));
@@ -463,7 +475,10 @@ fn link_of(pair: &mut (Link, Link), data: bool) -> &mut Link {
 }
 
 /// The endpoint's drops and its session's.
-fn total_server_drops(server: &Endpoint, now: braid_core::time::Instant) -> DropCounters {
+pub(crate) fn total_server_drops(
+    server: &Endpoint,
+    now: braid_core::time::Instant,
+) -> DropCounters {
     let mut d = server.stats().drops;
     if let Some(sess) = server.session(braid_core::session::PeerId(0)) {
         d.merge(&sess.stats(now).drops);
@@ -471,7 +486,7 @@ fn total_server_drops(server: &Endpoint, now: braid_core::time::Instant) -> Drop
     d
 }
 
-fn record(now: Duration, side: Side, event: Event) -> SessionEventRecord {
+pub(crate) fn record(now: Duration, side: Side, event: Event) -> SessionEventRecord {
     SessionEventRecord {
         t_s: now.as_secs_f64(),
         side,

@@ -344,15 +344,15 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
     match s.mode {
         Mode::Reliable if !bulk => return Err(SimError::ReliableNeedsBulk),
         Mode::Reliable if !s.more_traffic.is_empty() => return Err(SimError::ReliableOneTransfer),
-        Mode::Reliable if s.session.is_some() => {
-            return Err(SimError::Session(
-                "--mode reliable does not run through the session yet".into(),
-            ))
-        }
         Mode::Reliable => {
             // Segments fill the packet; the payload size is not a choice.
             let mut r = s.clone();
             r.payload_bytes = braid_core::stream::frame::FIRST_GIB_SEGMENT_DATA;
+            if let Some(spec) = &s.session {
+                r.payload_bytes -= braid_core::session::STREAM_OVERHEAD;
+                crate::budget::check(&r)?;
+                return crate::reliable::run_in_session(&r, spec);
+            }
             crate::budget::check(&r)?;
             return crate::reliable::run(&r);
         }

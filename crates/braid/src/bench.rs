@@ -64,7 +64,7 @@ pub struct BenchArgs {
         allow_hyphen_values = true
     )]
     pub paths: Vec<String>,
-    /// datagram (the bonding tunnel, default) or reliable (a pTCP-style stream; needs --traffic bulk[:SIZE])
+    /// datagram (the bonding tunnel, default) or reliable (a pTCP-style stream, client to server; needs --traffic bulk[:SIZE]; with --session, as braid send runs it)
     #[arg(long, default_value = "datagram")]
     pub mode: String,
     /// Datagram mode's scheduler: earliest-arrival (default), min-rtt, most-free-cwnd, redundant, rr, wrr, batcp, lawrr
@@ -121,8 +121,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "AT+DUR")]
     pub clock_step: Option<String>,
     /// Run through the encrypted tunnel session (Noise handshake, AES-GCM on
-    /// every packet, path probes): its 25 extra bytes per packet and its
-    /// path handling count in the figures
+    /// every packet, path probes): its 25 extra bytes per packet (27 with
+    /// --mode reliable) and its path handling count in the figures
     #[arg(long)]
     pub session: bool,
     /// With --session: the traffic flows server to client (the server's
