@@ -960,15 +960,22 @@ mod tests {
             let acks = cc.acks.clone();
             let mut p = PathSender::new(0, 1.0, cc);
             let t0 = Instant::from_nanos(1_000_000_000);
-            for g in 0..3 {
+            // Two packets acknowledged before: the held ones are not the
+            // path's first, and are found in flight by their distance from
+            // the oldest there (cargo-mutants: `+` for `-` went unnoticed).
+            let before = Instant::from_nanos(900_000_000);
+            p.on_sent(before, 0, 100, false);
+            p.on_sent(before, 1, 100, false);
+            p.on_ack(before + ms(20), &ack(1, 0b1), &mut OwdClock::for_sender());
+            for g in 2..5 {
                 p.on_sent(t0, g, 100, false);
             }
             let held = AckFrame {
                 ack_delay_us: ack_delay.as_micros() as u32,
-                ..ack(2, 0b11)
+                ..ack(4, 0b11)
             };
             p.on_ack(t0 + ms(20), &held, &mut OwdClock::for_sender());
-            let s = acks.lock().unwrap()[0];
+            let s = *acks.lock().unwrap().last().unwrap();
             (s.delivery_rate_bps, s.rtt)
         };
         // A hold within MAX_ACK_DELAY counts, as it always has: 300 bytes
