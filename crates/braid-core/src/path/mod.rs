@@ -985,7 +985,9 @@ mod tests {
         let (rate, rtt) = rate_of(ms(8));
         assert!((rate.unwrap() - 2400.0 / 0.014).abs() < 1e-6, "{rate:?}");
         assert_eq!(rtt, Some(ms(12)));
-        // A hold longer than the round trip is a lie: the rate keeps its 20 ms.
+        // A hold as long as the round trip or longer is a lie: the rate
+        // keeps its 20 ms.
+        assert_eq!(rate_of(ms(20) + MAX_ACK_DELAY).0, Some(120_000.0));
         assert_eq!(rate_of(ms(25)).0, Some(120_000.0));
     }
 
