@@ -348,13 +348,14 @@ pub fn run(s: &Scenario) -> Result<Report, SimError> {
             // Segments fill the packet; the payload size is not a choice.
             let mut r = s.clone();
             r.payload_bytes = braid_core::stream::frame::FIRST_GIB_SEGMENT_DATA;
-            if let Some(spec) = &s.session {
+            if s.session.is_some() {
                 r.payload_bytes -= braid_core::session::STREAM_OVERHEAD;
-                crate::budget::check(&r)?;
-                return crate::reliable::run_in_session(&r, spec);
             }
             crate::budget::check(&r)?;
-            return crate::reliable::run(&r);
+            return match &s.session {
+                Some(spec) => crate::reliable::run_in_session(&r, spec),
+                None => crate::reliable::run(&r),
+            };
         }
         Mode::Datagram if bulk => return Err(SimError::BulkNeedsReliable),
         Mode::Datagram => {}
